@@ -1,0 +1,1 @@
+"""What a desktop shell does: spawn the sidecar, speak the wire, subscribe to events, answer permission requests."""

@@ -1,0 +1,1 @@
+"""The built-in Orion hook set: lifecycle, guard, context and memory hooks."""

@@ -1,0 +1,1 @@
+"""Hook executors, one small class per hook type behind the HookExecutor interface."""

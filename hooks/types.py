@@ -1,0 +1,279 @@
+"""The hook engine's shared vocabulary: event names, the hook output schema, per-execution results and the seams (executor, observer).
+
+This module is the contract between the parts of `hooks/` (sources, runner,
+executors, built-in hooks) and its one caller, the sidecar. It imports nothing
+else from the project. Pydantic is used only for the JSON shapes that cross a
+process boundary (a hook's stdout, an HTTP hook's body); everything internal is
+a slotted dataclass.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# --------------------------------------------------------------------------- events
+
+HookEventName = Literal[
+    "SessionStart",
+    "SessionEnd",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "Notification",
+]
+
+ALL_EVENTS: tuple[str, ...] = HookEventName.__args__  # type: ignore[attr-defined]
+
+# Blocking events run their hooks one after another in registration order; each
+# hook sees the input as rewritten by the ones before, and a deny ends the chain.
+BLOCKING_EVENTS: frozenset[str] = frozenset(
+    {"PreToolUse", "UserPromptSubmit", "PermissionRequest", "Stop", "SubagentStop", "PreCompact"}
+)
+
+# Events whose matcher is tested against the tool name (the others match "" / their sub-type).
+TOOL_EVENTS: frozenset[str] = frozenset(
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"}
+)
+
+HookType = Literal["command", "python", "prompt", "agent", "http", "callable"]
+SourceKind = Literal["builtin", "user", "vault", "project", "local", "programmatic"]
+Outcome = Literal["success", "blocked", "error", "timeout", "cancelled"]
+PermissionDecision = Literal["allow", "deny", "ask", "defer"]
+HookState = Literal["active", "disabled", "dropped", "untrusted", "invalid"]
+
+# deny > defer > ask > allow (REFERENCE.md: "When several hooks disagree").
+DECISION_RANK: dict[str, int] = {"allow": 0, "ask": 1, "defer": 2, "deny": 3}
+
+
+# --------------------------------------------------------------------------- hook output (wire JSON)
+
+
+class HookSpecificOutput(BaseModel):
+    """`hookSpecificOutput` as Claude Code reads it; unknown keys are kept."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    hookEventName: str | None = None
+    permissionDecision: PermissionDecision | None = None
+    permissionDecisionReason: str | None = None
+    updatedInput: dict[str, Any] | None = None
+    additionalContext: str | None = None
+
+
+class HookOutput(BaseModel):
+    """The JSON a hook may print on stdout (or return from Python), same schema as Claude Code's."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    continue_: bool | None = Field(default=None, alias="continue")
+    stopReason: str | None = None
+    suppressOutput: bool | None = None
+    systemMessage: str | None = None
+    decision: Literal["block", "approve"] | None = None
+    reason: str | None = None
+    hookSpecificOutput: HookSpecificOutput | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+# --------------------------------------------------------------------------- context seen by a hook
+
+EmitFn = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+async def _emit_nowhere(event: str, payload: dict[str, Any]) -> None:  # pragma: no cover - trivial
+    return None
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """What the caller of `HookRunner.fire` knows about the session the event belongs to."""
+
+    session_id: str
+    project_dir: Path
+    vault_dir: Path | None = None
+    data_dir: Path | None = None
+    # Per-session scratch space shared by programmatic hooks (counters, caches).
+    state: MutableMapping[str, Any] = field(default_factory=dict)
+    # Sends an IPC event to the frontend (e.g. "projectContextChange"); sessionId is added by the sidecar.
+    emit: EmitFn = _emit_nowhere
+    # Set when the event comes from inside a subagent (agent-scoped hooks match on it).
+    agent_type: str | None = None
+    # Set when a skill is running (skill-scoped hooks match on it).
+    skill: str | None = None
+
+
+@dataclass(slots=True)
+class HookContext:
+    """The `ctx` argument a programmatic hook receives: the session plus this execution's details."""
+
+    session: SessionContext
+    event: str
+    hook_name: str
+    execution_id: str
+    tool_use_id: str | None
+    deadline: float  # anyio.current_time() value after which the hook is cancelled
+    log: logging.Logger
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    @property
+    def project_dir(self) -> Path:
+        return self.session.project_dir
+
+    @property
+    def vault_dir(self) -> Path | None:
+        return self.session.vault_dir
+
+    @property
+    def data_dir(self) -> Path | None:
+        return self.session.data_dir
+
+    @property
+    def state(self) -> MutableMapping[str, Any]:
+        return self.session.state
+
+    async def emit(self, event: str, payload: dict[str, Any]) -> None:
+        await self.session.emit(event, payload)
+
+
+# A programmatic hook: async def fn(input: dict, ctx: HookContext) -> HookOutput | dict | None
+HookFunction = Callable[[dict[str, Any], HookContext], Awaitable["HookOutput | dict[str, Any] | None"]]
+
+
+# --------------------------------------------------------------------------- one execution
+
+
+@dataclass(slots=True)
+class ExecutionReport:
+    """What an executor hands back: the raw facts of one run, not yet interpreted into an outcome.
+
+    status: "ok" (the hook ran to completion, whatever its exit code), "error"
+    (could not spawn, raised, connection failed, unparseable answer...), "timeout",
+    "cancelled".
+    """
+
+    status: Literal["ok", "error", "timeout", "cancelled"]
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_dropped: int = 0  # bytes beyond the cap, counted and dropped
+    stderr_dropped: int = 0
+    output: HookOutput | None = None  # parsed JSON output, when there was one
+    text: str | None = None  # plain (non-JSON) stdout on success; context for some events
+    blocking_error: bool = False  # exit code 2 or an evaluator's {"ok": false}
+    error: str | None = None
+    traceback: str | None = None
+
+
+ProgressFn = Callable[[Literal["stdout", "stderr"], str], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class HookCall:
+    """Everything an executor needs to run one hook once."""
+
+    hook: Any  # hooks.hookset.HookSpec (kept as Any here to avoid an import cycle)
+    event: str
+    payload: dict[str, Any]
+    context: HookContext
+    timeout_s: float
+    progress: ProgressFn
+
+
+class HookExecutor(Protocol):
+    """One small class per hook type implements this."""
+
+    async def run(self, call: HookCall) -> ExecutionReport: ...
+
+
+@dataclass(slots=True)
+class HookResult:
+    """One hook execution, interpreted: what hook_response reports and tracking records."""
+
+    execution_id: str
+    hook_id: str
+    hook_name: str
+    hook_type: str
+    source: str
+    event: str
+    outcome: Outcome
+    duration_ms: float
+    exit_code: int | None = None
+    output: HookOutput | None = None
+    text: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    traceback: str | None = None
+    fail_closed: bool = False
+    background: bool = False  # an `async: true` hook the agent did not wait for
+    enforced: bool = True  # False when a block was reported but not enforced (stop loop guard)
+
+
+@dataclass(slots=True)
+class HookStarted:
+    execution_id: str
+    hook_id: str
+    hook_name: str
+    hook_type: str
+    source: str
+    event: str
+    session_id: str
+    tool_use_id: str | None = None
+
+
+@dataclass(slots=True)
+class HookProgress:
+    execution_id: str
+    hook_name: str
+    event: str
+    session_id: str
+    stream: Literal["stdout", "stderr"]
+    line: str
+
+
+class HookObserver(Protocol):
+    """Receives every execution's lifecycle; the sidecar turns these into IPC events."""
+
+    async def on_started(self, started: HookStarted) -> None: ...
+
+    async def on_progress(self, progress: HookProgress) -> None: ...
+
+    async def on_response(self, result: HookResult, session_id: str) -> None: ...
+
+
+@dataclass(slots=True)
+class AggregateResult:
+    """One answer for one fired event, combining every hook that ran."""
+
+    event: str
+    decision: Literal["allow", "deny", "ask", "defer", "block"] | None = None
+    reason: str | None = None
+    additional_context: str | None = None
+    updated_input: dict[str, Any] | None = None
+    system_messages: list[str] = field(default_factory=list)
+    continue_: bool = True
+    stop_reason: str | None = None
+    suppress_output: bool = False
+    results: list[HookResult] = field(default_factory=list)
+
+    @property
+    def blocked(self) -> bool:
+        return self.decision in ("deny", "block")

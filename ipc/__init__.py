@@ -1,0 +1,1 @@
+"""Wire layer: line framing on byte streams, the JSON-RPC peer, and the protocol models. Imports nothing else from the project."""
