@@ -1,0 +1,187 @@
+"""The model seam and the `{"ok": bool, "reason": str}` answer shared by prompt and agent hooks.
+
+Exceptions:
+
+    EvaluationError                 a model-evaluated hook could not produce a verdict
+    └── UnparseableAnswer           the model answered, but not with one clear {ok, reason}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from hooks.types import ExecutionReport, HookOutput, HookSpecificOutput
+
+
+class EvaluationError(Exception):
+    """A prompt or agent hook produced no verdict."""
+
+
+class UnparseableAnswer(EvaluationError):
+    """The model's text holds no `{"ok": bool, ...}` object, or holds several that disagree."""
+
+    def __init__(self, message: str, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+# --------------------------------------------------------------------------- the seam
+
+
+class ModelClient(Protocol):
+    """What prompt and agent hooks need from a model; the sidecar implements it with claude-agent-sdk."""
+
+    async def complete(
+        self, prompt: str, *, model: str | None, timeout_s: float, system: str | None = None
+    ) -> str:
+        """One-shot, no tools; returns the model's text. Raises TimeoutError at the deadline."""
+        ...
+
+    async def run_agent(
+        self,
+        prompt: str,
+        *,
+        cwd: Path,
+        tools: list[str],
+        max_turns: int,
+        model: str | None,
+        timeout_s: float,
+        system: str | None = None,
+    ) -> str:
+        """A subagent session limited to `tools`; returns its final text.
+
+        Raises TimeoutError at the deadline, by which time every process it started is gone.
+        """
+        ...
+
+
+# --------------------------------------------------------------------------- the prompt
+
+ARGUMENTS_PLACEHOLDER = "$ARGUMENTS"
+
+EVALUATION_SYSTEM_PROMPT = (
+    "You are a hook evaluator inside a coding agent. You are given a condition to check and the "
+    "JSON input of a hook event. Decide whether the action may proceed.\n"
+    "Answer with exactly one JSON object and nothing else:\n"
+    '{"ok": true, "reason": "<one short sentence>"} when the condition is satisfied and the action may proceed, or\n'
+    '{"ok": false, "reason": "<one short sentence the agent will read>"} when it must be blocked.'
+)
+
+
+def render_prompt(template: str, payload: dict[str, Any]) -> str:
+    """The hook's prompt with `$ARGUMENTS` replaced by the payload JSON, or the JSON appended when absent."""
+    arguments = json.dumps(payload, ensure_ascii=False, default=str)
+    if ARGUMENTS_PLACEHOLDER in template:
+        return template.replace(ARGUMENTS_PLACEHOLDER, arguments)
+    return f"{template.rstrip()}\n\nHook input (JSON):\n{arguments}"
+
+
+# --------------------------------------------------------------------------- the answer
+
+
+@dataclass(slots=True, frozen=True)
+class Evaluation:
+    ok: bool
+    reason: str
+
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+
+
+def _verdicts_in(text: str) -> list[Evaluation]:
+    """Every JSON object in `text` that has a boolean `ok`, in order of appearance."""
+    decoder = json.JSONDecoder()
+    found: list[Evaluation] = []
+    position = text.find("{")
+    while position != -1:
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except ValueError:
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(value, dict) and isinstance(value.get("ok"), bool):
+            reason = value.get("reason")
+            found.append(Evaluation(ok=value["ok"], reason=reason if isinstance(reason, str) else ""))
+        position = text.find("{", end)
+    return found
+
+
+def parse_evaluation(raw: str) -> Evaluation:
+    """Read `{"ok": bool, "reason": str}` leniently: bare, fenced, or with prose around it.
+
+    Fenced blocks win over loose text (a model that fences its answer often discusses the
+    format in prose). Several verdicts that disagree are refused rather than guessed at.
+    """
+    fenced = [verdict for block in _FENCE.findall(raw) for verdict in _verdicts_in(block)]
+    verdicts = fenced or _verdicts_in(raw)
+    if not verdicts:
+        raise UnparseableAnswer('the model did not answer with {"ok": bool, "reason": str}', raw)
+    if len({v.ok for v in verdicts}) > 1:
+        raise UnparseableAnswer("the model gave contradictory answers (both ok true and ok false)", raw)
+    return verdicts[-1]
+
+
+# --------------------------------------------------------------------------- verdict -> report
+
+# Events whose block is a top-level `decision: "block"` (Claude Code's schema for these events).
+_DECISION_BLOCK_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PostToolUse", "PreCompact"})
+
+
+def _blocking_output(event: str, reason: str) -> HookOutput | None:
+    if event == "PreToolUse":
+        return HookOutput(
+            hookSpecificOutput=HookSpecificOutput(
+                hookEventName=event, permissionDecision="deny", permissionDecisionReason=reason
+            )
+        )
+    if event == "PermissionRequest":
+        return HookOutput(
+            hookSpecificOutput=HookSpecificOutput(
+                hookEventName=event, decision={"behavior": "deny", "message": reason}
+            )
+        )
+    if event in _DECISION_BLOCK_EVENTS:
+        return HookOutput(decision="block", reason=reason)
+    return None
+
+
+def evaluation_report(event: str, evaluation: Evaluation, raw: str) -> ExecutionReport:
+    """Turn a verdict into what the runner interprets.
+
+    `ok: true` carries no decision at all: like Claude Code, it lets the action proceed
+    without granting it, so permission rules and prompts still apply. `ok: false` blocks in
+    the event's own terms; on events that cannot be blocked it is reported as a system
+    message and nothing more.
+    """
+    if evaluation.ok:
+        return ExecutionReport(status="ok", stdout=raw)
+    reason = evaluation.reason or "the hook's condition was not met"
+    output = _blocking_output(event, reason)
+    if output is None:
+        return ExecutionReport(status="ok", stdout=raw, output=HookOutput(systemMessage=reason))
+    return ExecutionReport(status="ok", stdout=raw, stderr=reason, output=output, blocking_error=True)
+
+
+_RAW_IN_ERROR = 2000
+
+
+def unparseable_report(error: UnparseableAnswer) -> ExecutionReport:
+    """A hook error (fail-open unless failClosed) that keeps the raw answer for the user to see."""
+    shown = error.raw if len(error.raw) <= _RAW_IN_ERROR else error.raw[:_RAW_IN_ERROR] + "…"
+    return ExecutionReport(status="error", stdout=error.raw, error=f"{error}: {shown!r}")
+
+
+def hook_setting(hook: Any, key: str, default: Any = None) -> Any:
+    """One key of the hook's validated settings entry (`hook.config`), tolerating absent keys."""
+    config = getattr(hook, "config", None)
+    if config is None:
+        return default
+    if isinstance(config, dict):
+        value = config.get(key, default)
+    else:
+        value = getattr(config, key, default)
+    return default if value is None else value
