@@ -1,0 +1,469 @@
+"""One agent session on claude-agent-sdk: starts the CLI, routes its hook callbacks and permission asks to our seams, and turns its messages into session updates.
+
+Exceptions::
+
+    AgentError(RuntimeError)
+    ├── AgentNotStarted          prompt()/cancel() before start() or after close()
+    └── TurnInProgress           prompt() while another turn of this session runs
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import signal
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+if TYPE_CHECKING:  # claude_agent_sdk costs ~600 ms to import: only start() pays for it
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+
+log = logging.getLogger(__name__)
+
+# Every hook event the Python SDK can deliver (REFERENCE.md); the host fires the others itself.
+SDK_HOOK_EVENTS: tuple[str, ...] = (
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "Notification",
+    "SubagentStart",
+    "PermissionRequest",
+)
+
+# Given to the CLI on every start, whatever setting_sources says: a settings file must never
+# run hooks of its own, the sidecar's runner owns hook execution (docs/SDK_NOTES.md).
+NO_SETTINGS_HOOKS = '{"disableAllHooks": true}'
+
+_SUMMARY_RE = re.compile(r"Summary:\n(?P<summary>.*?)(?:\n\nIf you need specific details|\Z)", re.S)
+_CONTINUATION_PREFIX = "This session is being continued from a previous conversation"
+
+
+class AgentError(RuntimeError):
+    pass
+
+
+class AgentNotStarted(AgentError):
+    pass
+
+
+class TurnInProgress(AgentError):
+    pass
+
+
+# --------------------------------------------------------------------------- seams
+
+
+class HookBridge(Protocol):
+    async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
+        """Run our hooks for one CLI hook event; return Claude Code hook output JSON (``continue``, ``decision``, ``hookSpecificOutput``...)."""
+        ...
+
+    def budget_s(self, event: str) -> float:
+        """The longest ``fire`` may take for this event."""
+        ...
+
+
+@dataclass(slots=True)
+class PermissionAnswer:
+    allow: bool
+    updated_input: dict[str, Any] | None = None
+    message: str = ""  # the model sees this when allow is False
+    interrupt: bool = False  # deny and also stop the turn
+
+
+class PermissionAsker(Protocol):
+    async def ask(
+        self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None
+    ) -> PermissionAnswer: ...
+
+
+UpdateSink = Callable[[dict[str, Any]], Awaitable[None]]
+CompactSink = Callable[[str, str], Awaitable[None]]  # (summary, trigger)
+NotificationSink = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class AgentConfig:
+    project_dir: Path
+    session_id: str  # a UUID is passed to the CLI as its session id; anything else lets the CLI choose
+    model: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    permission_mode: str | None = None
+    allowed_tools: list[str] = field(default_factory=list)
+    disallowed_tools: list[str] = field(default_factory=list)
+    system_prompt: str | None = None  # None: Claude Code's own system prompt
+    append_context: str | None = None  # e.g. SessionStart hook output, appended to the system prompt
+    include_partial_messages: bool = True
+    # [] = SDK isolation mode: no settings file (and so no CLAUDE.md) is read by the CLI.
+    setting_sources: list[str] = field(default_factory=list)
+    max_turns: int | None = None
+    resume: str | None = None
+    hook_margin_s: float = 5.0
+    close_timeout_s: float = 10.0
+    cli_path: str | None = None
+
+
+@dataclass(slots=True)
+class TurnResult:
+    stop_reason: str
+    result_text: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+    cost_usd: float | None = None
+    duration_ms: int = 0
+    num_turns: int = 0
+    is_error: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stopReason": self.stop_reason,
+            "resultText": self.result_text,
+            "usage": self.usage,
+            "costUsd": self.cost_usd,
+            "durationMs": self.duration_ms,
+            "numTurns": self.num_turns,
+            "isError": self.is_error,
+        }
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def to_sdk_hook_output(output: dict[str, Any] | None) -> dict[str, Any]:
+    """Claude Code hook JSON -> the Python SDK's callback shape (``continue`` and ``async`` are keywords there)."""
+    if not output:
+        return {}
+    renamed = {"continue": "continue_", "async": "async_"}
+    return {renamed.get(key, key): value for key, value in output.items()}
+
+
+def is_deny(output: dict[str, Any] | None) -> bool:
+    specific = (output or {}).get("hookSpecificOutput") or {}
+    return specific.get("permissionDecision") == "deny" or (output or {}).get("decision") == "block"
+
+
+def compaction_summary(text: str) -> str | None:
+    """The summary inside the user message the CLI writes after a compaction, or None if ``text`` is not one."""
+    if not text.startswith(_CONTINUATION_PREFIX):
+        return None
+    found = _SUMMARY_RE.search(text)
+    return found.group("summary").strip() if found else ""
+
+
+def tool_result_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return str(content)
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- the session
+
+
+class AgentSession:
+    def __init__(
+        self,
+        config: AgentConfig,
+        bridge: HookBridge,
+        asker: PermissionAsker,
+        on_update: UpdateSink,
+        on_compact: CompactSink | None = None,
+        on_notification: NotificationSink | None = None,
+    ) -> None:
+        self.config = config
+        self._bridge = bridge
+        self._asker = asker
+        self._on_update = on_update
+        self._on_compact = on_compact
+        self._on_notification = on_notification
+        self._client: ClaudeSDKClient | None = None
+        self._turn_running = False
+        self._cancelled = False
+        self._denied: set[str] = set()
+        self._pending_compact_trigger: str | None = None
+        self.cli_session_id: str | None = None
+        self.cli_pid: int | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        from claude_agent_sdk import ClaudeSDKClient
+
+        if self._client is not None:
+            return
+        client = ClaudeSDKClient(self.build_options())
+        await client.connect()
+        self._client = client
+        # Private SDK attribute, read only to verify and, if need be, finish the CLI's exit in close().
+        process = getattr(getattr(client, "_transport", None), "_process", None)
+        self.cli_pid = getattr(process, "pid", None)
+
+    def build_options(self) -> ClaudeAgentOptions:
+        from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+
+        cfg = self.config
+        hooks = {
+            event: [
+                HookMatcher(
+                    matcher=None,
+                    hooks=[self._hook_callback(event)],
+                    timeout=self._bridge.budget_s(event) + cfg.hook_margin_s,
+                )
+            ]
+            for event in SDK_HOOK_EVENTS
+        }
+        return ClaudeAgentOptions(
+            cwd=str(cfg.project_dir),
+            env=dict(cfg.env),
+            model=cfg.model,
+            permission_mode=cfg.permission_mode,  # type: ignore[arg-type]
+            allowed_tools=list(cfg.allowed_tools),
+            disallowed_tools=list(cfg.disallowed_tools),
+            system_prompt=self._system_prompt(),
+            include_partial_messages=cfg.include_partial_messages,
+            setting_sources=list(cfg.setting_sources),  # type: ignore[arg-type]
+            settings=NO_SETTINGS_HOOKS,
+            hooks=hooks,  # type: ignore[arg-type]
+            can_use_tool=self._can_use_tool,
+            session_id=cfg.session_id if (_is_uuid(cfg.session_id) and not cfg.resume) else None,
+            resume=cfg.resume,
+            max_turns=cfg.max_turns,
+            cli_path=cfg.cli_path,
+            stderr=lambda line: log.debug("cli[%s]: %s", cfg.session_id, line),
+        )
+
+    def _system_prompt(self) -> Any:
+        extra = (self.config.append_context or "").strip()
+        if self.config.system_prompt is not None:
+            return self.config.system_prompt + ("\n\n" + extra if extra else "")
+        preset: dict[str, Any] = {"type": "preset", "preset": "claude_code"}
+        if extra:
+            preset["append"] = extra
+        return preset
+
+    async def close(self) -> None:
+        """Disconnect; afterwards the CLI process is gone (killed if it outlived the bound)."""
+        client, self._client = self._client, None
+        if client is None:
+            return
+        with anyio.move_on_after(self.config.close_timeout_s):
+            try:
+                await client.disconnect()
+            except Exception:  # noqa: BLE001 - closing must not fail the caller; the pid check below decides
+                log.exception("disconnect of session %s failed", self.config.session_id)
+        if self.cli_pid is not None and _alive(self.cli_pid):
+            log.warning("CLI %s outlived disconnect; killing it", self.cli_pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.cli_pid, signal.SIGKILL)
+
+    @property
+    def running(self) -> bool:
+        return self._turn_running
+
+    # ------------------------------------------------------------------ turns
+
+    async def prompt(self, text: str) -> TurnResult:
+        if self._client is None:
+            raise AgentNotStarted("start() the session first")
+        if self._turn_running:
+            raise TurnInProgress("a turn is already running in this session")
+        from claude_agent_sdk import ResultMessage
+
+        self._turn_running, self._cancelled = True, False
+        started = time.monotonic()
+        try:
+            await self._emit({"sessionUpdate": "user_message", "text": text})
+            await self._client.query(text)
+            result: TurnResult | None = None
+            async for message in self._client.receive_response():
+                if isinstance(message, ResultMessage):
+                    result = self._turn_result(message)
+                else:
+                    await self._translate(message)
+            if result is None:
+                # The stream ended without a result: the CLI went away mid-turn.
+                result = TurnResult(
+                    stop_reason="cancelled" if self._cancelled else "error",
+                    duration_ms=int((time.monotonic() - started) * 1000),
+                    is_error=not self._cancelled,
+                )
+            await self._finish_compaction()
+            await self._emit({"sessionUpdate": "result", **_without(result.to_dict(), "isError")})
+            return result
+        finally:
+            self._turn_running = False
+
+    async def cancel(self) -> bool:
+        """Interrupt the running turn; its prompt() returns stopReason "cancelled". False if nothing was running."""
+        if self._client is None or not self._turn_running:
+            return False
+        self._cancelled = True
+        await self._client.interrupt()
+        return True
+
+    def _turn_result(self, message: Any) -> TurnResult:
+        stop = "cancelled" if self._cancelled else (message.stop_reason or ("error" if message.is_error else "end_turn"))
+        return TurnResult(
+            stop_reason=stop,
+            result_text=message.result or "",
+            usage=dict(message.usage or {}),
+            cost_usd=message.total_cost_usd,
+            duration_ms=message.duration_ms,
+            num_turns=message.num_turns,
+            is_error=bool(message.is_error) and not self._cancelled,
+        )
+
+    # ------------------------------------------------------------------ message translation
+
+    async def _translate(self, message: Any) -> None:
+        from claude_agent_sdk import AssistantMessage, StreamEvent, SystemMessage, UserMessage
+        from claude_agent_sdk.types import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+        if isinstance(message, StreamEvent):
+            event = message.event
+            if event.get("type") == "content_block_delta":
+                delta = event.get("delta") or {}
+                if delta.get("type") == "text_delta":
+                    await self._emit(self._with_parent({"sessionUpdate": "agent_message_chunk", "text": delta.get("text", "")}, message))
+                elif delta.get("type") == "thinking_delta":
+                    await self._emit(self._with_parent({"sessionUpdate": "agent_thought_chunk", "text": delta.get("thinking", "")}, message))
+        elif isinstance(message, AssistantMessage):
+            for block in message.content:
+                if isinstance(block, ToolUseBlock):
+                    await self._emit(
+                        self._with_parent(
+                            {"sessionUpdate": "tool_call", "toolUseId": block.id, "name": block.name, "input": block.input},
+                            message,
+                        )
+                    )
+                elif not self.config.include_partial_messages:
+                    # Without partial messages the whole block is the only chunk there is.
+                    if isinstance(block, TextBlock):
+                        await self._emit(self._with_parent({"sessionUpdate": "agent_message_chunk", "text": block.text}, message))
+                    elif isinstance(block, ThinkingBlock):
+                        await self._emit(self._with_parent({"sessionUpdate": "agent_thought_chunk", "text": block.thinking}, message))
+        elif isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                summary = compaction_summary(message.content)
+                if summary is not None:
+                    await self._report_compaction(summary)
+                return
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    await self._emit(self._tool_result_update(block, message))
+        elif isinstance(message, SystemMessage):
+            if message.subtype == "init":
+                self.cli_session_id = message.data.get("session_id")
+            elif message.subtype == "compact_boundary":
+                metadata = message.data.get("compact_metadata") or {}
+                self._pending_compact_trigger = str(metadata.get("trigger") or "auto")
+
+    def _tool_result_update(self, block: Any, message: Any) -> dict[str, Any]:
+        is_error = bool(block.is_error)
+        if block.tool_use_id in self._denied:
+            status = "denied"
+        else:
+            status = "failed" if is_error else "completed"
+        update = {
+            "sessionUpdate": "tool_call_update",
+            "toolUseId": block.tool_use_id,
+            "status": status,
+            "output": tool_result_text(block.content),
+            "isError": is_error,
+        }
+        return self._with_parent(update, message)
+
+    @staticmethod
+    def _with_parent(update: dict[str, Any], message: Any) -> dict[str, Any]:
+        parent = getattr(message, "parent_tool_use_id", None)
+        if parent:
+            update["parentToolUseId"] = parent
+        return update
+
+    async def _report_compaction(self, summary: str) -> None:
+        trigger = self._pending_compact_trigger or "auto"
+        self._pending_compact_trigger = None
+        if self._on_compact is not None:
+            await self._on_compact(summary, trigger)
+
+    async def _finish_compaction(self) -> None:
+        # A boundary whose summary message never arrived still is a compaction the host must hear about.
+        if self._pending_compact_trigger is not None:
+            await self._report_compaction("")
+
+    async def _emit(self, update: dict[str, Any]) -> None:
+        try:
+            await self._on_update(update)
+        except Exception:  # noqa: BLE001 - a failing subscriber must not kill the agent turn
+            log.exception("on_update failed for %s", update.get("sessionUpdate"))
+
+    # ------------------------------------------------------------------ SDK callbacks
+
+    def _hook_callback(self, event: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+        async def callback(payload: dict[str, Any], tool_use_id: str | None, _context: Any) -> dict[str, Any]:
+            try:
+                output = await self._bridge.fire(event, dict(payload), tool_use_id)
+            except Exception:  # noqa: BLE001 - fail open, as the hook engine does for a crashing hook
+                log.exception("hook bridge failed on %s", event)
+                output = {}
+            if event == "PreToolUse" and is_deny(output):
+                self._denied.add(str(payload.get("tool_use_id") or tool_use_id))
+            if event == "Notification" and self._on_notification is not None:
+                try:
+                    await self._on_notification(dict(payload))
+                except Exception:  # noqa: BLE001
+                    log.exception("on_notification failed")
+            return to_sdk_hook_output(output)
+
+        return callback
+
+    async def _can_use_tool(self, tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
+
+        tool_use_id = getattr(context, "tool_use_id", None)
+        answer = await self._asker.ask(tool_name, tool_input, tool_use_id, getattr(context, "decision_reason", None))
+        if answer.allow:
+            return PermissionResultAllow(updated_input=answer.updated_input)
+        if tool_use_id:
+            self._denied.add(tool_use_id)
+        return PermissionResultDeny(message=answer.message or "The user denied this tool call.", interrupt=answer.interrupt)
+
+
+def _without(data: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k != key}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers signal 0 but is gone for our purposes (its parent reaps it).
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return True
