@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 import re
+import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from hooks.types import ExecutionReport, HookOutput, HookSpecificOutput
+import anyio
+
+from hooks.types import ExecutionReport, HookCall, HookOutput, HookSpecificOutput
 
 
 class EvaluationError(Exception):
@@ -185,3 +189,40 @@ def hook_setting(hook: Any, key: str, default: Any = None) -> Any:
     else:
         value = getattr(config, key, default)
     return default if value is None else value
+
+
+# --------------------------------------------------------------------------- one evaluation, start to report
+
+DEFAULT_EVALUATOR_MODEL = "claude-haiku-4-5"
+
+
+async def evaluate(call: HookCall, kind: str, ask: Callable[[str], Awaitable[str]]) -> ExecutionReport:
+    """Render the hook's prompt, ask the model under the call's deadline, and report the verdict.
+
+    `kind` names the hook type in messages ("prompt", "agent").
+    """
+    template = hook_setting(call.hook, "prompt")
+    if not template:
+        return ExecutionReport(status="error", error=f"{kind} hook has no prompt")
+    prompt = render_prompt(template, call.payload)
+    try:
+        with anyio.fail_after(call.timeout_s):
+            raw = await ask(prompt)
+    except TimeoutError:
+        return ExecutionReport(status="timeout", error=f"{kind} hook: no answer within {call.timeout_s:g} s")
+    except EvaluationError as exc:
+        return ExecutionReport(status="error", error=f"{kind} hook: {exc}")
+    except Exception as exc:  # a model client bug must not take the runner down; it is a hook error
+        return ExecutionReport(
+            status="error", error=f"{kind} hook: {type(exc).__name__}: {exc}", traceback=traceback.format_exc()
+        )
+    try:
+        return evaluation_report(call.event, parse_evaluation(raw), raw)
+    except UnparseableAnswer as exc:
+        return unparseable_report(exc)
+
+
+def no_model_report(kind: str) -> ExecutionReport:
+    return ExecutionReport(
+        status="error", error=f"{kind} hooks need a model and none is configured for this runner"
+    )

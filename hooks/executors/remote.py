@@ -1,0 +1,27 @@
+"""The executors for hooks evaluated by a model or a remote server (prompt, agent, http), built together for a runner."""
+
+from __future__ import annotations
+
+import httpx
+
+from hooks.executors.agent import AgentExecutor
+from hooks.executors.evaluation import ModelClient
+from hooks.executors.http import HttpExecutor
+from hooks.executors.prompt import PromptExecutor
+from hooks.types import HookExecutor
+
+
+def default_llm_executors(
+    model_client: ModelClient | None, http_client: httpx.AsyncClient | None = None
+) -> dict[str, HookExecutor]:
+    """`{"prompt": ..., "agent": ..., "http": ...}` to merge into `HookRunner.executors`.
+
+    With no model client, prompt and agent hooks still run and report a hook error saying
+    so (fail-open unless failClosed) instead of vanishing. The http executor owns a client it
+    creates: close it with `await executors["http"].aclose()`.
+    """
+    return {
+        "prompt": PromptExecutor(model_client),
+        "agent": AgentExecutor(model_client),
+        "http": HttpExecutor(http_client),
+    }

@@ -1,0 +1,228 @@
+"""The SDK-backed ModelClient for prompt and agent hooks: one short CLI session per evaluation, killed whole at its deadline.
+
+Claude Code's own agent hooks have overrun their timeout by forty minutes. Here the
+deadline is a watchdog that SIGKILLs every process the session started before the
+SDK's (graceful, multi-second) close runs. Processes are found by a per-call marker in
+their environment, which the CLI passes on to everything it spawns, so grandchildren in
+other process groups and children orphaned by the CLI's death are found as well.
+
+Exceptions (from hooks.executors.evaluation)::
+
+    EvaluationError                 the session ended without text (API error, turn limit, CLI crash)
+    TimeoutError                    the deadline passed; every process of the session is gone
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import signal
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import psutil
+
+from hooks.executors.evaluation import EvaluationError
+
+log = logging.getLogger(__name__)
+
+RUN_MARKER_ENV = "ORION_EVALUATOR_RUN"
+_STDERR_LINES_KEPT = 20
+# How long to let killed processes that are not our children vanish before giving up on them.
+_REAP_WAIT_S = 2.0
+
+T = TypeVar("T")
+
+
+def find_marked_processes(marker: str, since: float) -> list[psutil.Process]:
+    """Processes started at or after `since` whose environment carries `marker`, plus their descendants."""
+    me = os.getpid()
+    found: dict[int, psutil.Process] = {}
+    # create_time ticks at 1/100 s and is derived from boot time; a second of slack covers both.
+    for proc in psutil.process_iter(["create_time"]):
+        created = proc.info.get("create_time")
+        if proc.pid == me or created is None or created < since - 1.0:
+            continue
+        with suppress(psutil.Error):
+            if proc.environ().get(RUN_MARKER_ENV) == marker:
+                found[proc.pid] = proc
+    for proc in list(found.values()):
+        with suppress(psutil.Error):
+            for child in proc.children(recursive=True):
+                found.setdefault(child.pid, child)
+    return list(found.values())
+
+
+def kill_marked_processes(marker: str, since: float) -> list[psutil.Process]:
+    """SIGKILL every process (and every foreign process group) of one evaluation run; returns those hit."""
+    victims = find_marked_processes(marker, since)
+    own_group = os.getpgid(0)
+    groups: set[int] = set()
+    for proc in victims:
+        with suppress(psutil.Error, OSError):
+            group = os.getpgid(proc.pid)
+            if group != own_group:
+                groups.add(group)
+        with suppress(psutil.Error):
+            proc.kill()
+    for group in groups:
+        with suppress(OSError):
+            os.killpg(group, signal.SIGKILL)
+    return victims
+
+
+async def wait_gone(victims: list[psutil.Process]) -> None:
+    """Wait (bounded) until killed processes have vanished.
+
+    Our direct children are left to the SDK's close(), which reaps them: waiting on them
+    here would steal their exit status from asyncio's child watcher.
+    """
+    others = [p for p in victims if _parent_pid(p) != os.getpid()]
+    if others:
+        await anyio.to_thread.run_sync(lambda: psutil.wait_procs(others, timeout=_REAP_WAIT_S))
+
+
+def _parent_pid(proc: psutil.Process) -> int | None:
+    try:
+        return proc.ppid()
+    except psutil.Error:
+        return None
+
+
+async def run_with_deadline(marker: str, timeout_s: float, work: Callable[[], Awaitable[T]]) -> T:
+    """Run `work`; at the deadline (or on cancellation) kill every marked process first, then let `work` unwind."""
+    since = time.time()
+    timed_out = False
+    result: T | None = None
+    error: Exception | None = None
+
+    async with anyio.create_task_group() as group:
+
+        async def watchdog() -> None:
+            nonlocal timed_out
+            try:
+                await anyio.sleep(timeout_s)
+                timed_out = True
+            finally:
+                # Runs on the deadline, on outside cancellation and after normal completion
+                # alike: whatever the session left behind does not outlive this call. The
+                # kill is synchronous so that it lands before `work` starts unwinding.
+                victims = kill_marked_processes(marker, since)
+                with anyio.CancelScope(shield=True):
+                    await wait_gone(victims)
+            group.cancel_scope.cancel()
+
+        group.start_soon(watchdog)
+        try:
+            result = await work()
+        except Exception as exc:
+            error = exc
+        group.cancel_scope.cancel()
+
+    if timed_out:
+        # A CLI killed by the watchdog surfaces in `work` as a connection or process error.
+        raise TimeoutError(f"no answer within {timeout_s:g} s")
+    if error is not None:
+        raise error
+    return result  # type: ignore[return-value]
+
+
+class SdkModelClient:
+    """Implements hooks.executors.evaluation.ModelClient with claude-agent-sdk (imported on first use)."""
+
+    def __init__(self, env: dict[str, str], default_model: str | None, data_dir: Path) -> None:
+        self.env = dict(env)
+        self.default_model = default_model
+        self.data_dir = Path(data_dir)
+
+    async def complete(
+        self, prompt: str, *, model: str | None, timeout_s: float, system: str | None = None
+    ) -> str:
+        scratch = self.data_dir / "evaluator"
+        scratch.mkdir(parents=True, exist_ok=True)
+        return await self._session(
+            prompt, cwd=scratch, tools=[], max_turns=1, model=model, timeout_s=timeout_s, system=system
+        )
+
+    async def run_agent(
+        self,
+        prompt: str,
+        *,
+        cwd: Path,
+        tools: list[str],
+        max_turns: int,
+        model: str | None,
+        timeout_s: float,
+        system: str | None = None,
+    ) -> str:
+        return await self._session(
+            prompt, cwd=cwd, tools=tools, max_turns=max_turns, model=model, timeout_s=timeout_s, system=system
+        )
+
+    async def _session(
+        self,
+        prompt: str,
+        *,
+        cwd: Path,
+        tools: list[str],
+        max_turns: int,
+        model: str | None,
+        timeout_s: float,
+        system: str | None,
+    ) -> str:
+        from claude_agent_sdk import ClaudeAgentOptions
+
+        marker = secrets.token_hex(12)
+        stderr_tail: deque[str] = deque(maxlen=_STDERR_LINES_KEPT)
+        options = ClaudeAgentOptions(
+            tools=list(tools),
+            allowed_tools=list(tools),
+            # Never prompts: anything outside the allowlist is refused, not asked about.
+            permission_mode="dontAsk",
+            max_turns=max_turns,
+            model=model or self.default_model,
+            system_prompt=system,
+            # The CLI must run no settings hooks of its own (they would re-enter our hooks).
+            setting_sources=[],
+            cwd=str(cwd),
+            env={**self.env, RUN_MARKER_ENV: marker},
+            stderr=stderr_tail.append,
+        )
+        return await run_with_deadline(marker, timeout_s, lambda: _converse(prompt, options, stderr_tail))
+
+
+async def _converse(prompt: str, options: Any, stderr_tail: deque[str]) -> str:
+    from claude_agent_sdk import AssistantMessage, ClaudeSDKClient, ResultMessage, TextBlock
+
+    last_text = ""
+    result: ResultMessage | None = None
+    async with ClaudeSDKClient(options) as client:
+        await client.query(prompt)
+        async for message in client.receive_response():
+            if isinstance(message, AssistantMessage):
+                texts = [block.text for block in message.content if isinstance(block, TextBlock)]
+                if texts:
+                    last_text = "\n".join(texts)
+            elif isinstance(message, ResultMessage):
+                result = message
+    if result is None:
+        raise EvaluationError(_with_stderr("the CLI ended without a result", stderr_tail))
+    if result.is_error or result.subtype != "success":
+        detail = "; ".join(result.errors or []) or result.subtype
+        if result.subtype == "error_max_turns":
+            detail = f"reached its turn limit ({options.max_turns}) without a final answer"
+        raise EvaluationError(_with_stderr(f"model session failed: {detail}", stderr_tail))
+    text = result.result if result.result is not None else last_text
+    if not text.strip():
+        raise EvaluationError("the model returned no text")
+    return text
+
+
+def _with_stderr(message: str, stderr_tail: deque[str]) -> str:
+    return f"{message} (CLI stderr: {' | '.join(stderr_tail)})" if stderr_tail else message

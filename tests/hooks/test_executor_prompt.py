@@ -1,0 +1,252 @@
+"""prompt hooks at the model seam: verdicts in each event's terms, lenient answers, errors, deadlines, prompt rendering."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hooks.config import AgentHookConfig, PromptHookConfig
+from hooks.executors.evaluation import EvaluationError, UnparseableAnswer, parse_evaluation, render_prompt
+from hooks.executors.prompt import PromptExecutor
+from hooks.executors.remote import default_llm_executors
+from hooks.hookset import HookSpec
+from hooks.types import HookCall, HookContext, SessionContext
+
+PRE_TOOL_PAYLOAD = {
+    "session_id": "s-1",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "rm -rf build"},
+    "tool_use_id": "toolu_1",
+}
+
+
+@dataclass
+class FakeModelClient:
+    """A ModelClient that answers with fixed text, or never answers (`hang=True`), and records what it was asked."""
+
+    answer: str = '{"ok": true, "reason": "fine"}'
+    hang: bool = False
+    error: Exception | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    cancelled: bool = False
+
+    async def _respond(self, **call: Any) -> str:
+        self.calls.append(call)
+        if self.error is not None:
+            raise self.error
+        if self.hang:
+            try:
+                await anyio.Event().wait()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled = True
+                raise
+        return self.answer
+
+    async def complete(self, prompt: str, *, model: str | None, timeout_s: float, system: str | None = None) -> str:
+        return await self._respond(kind="complete", prompt=prompt, model=model, timeout_s=timeout_s, system=system)
+
+    async def run_agent(
+        self, prompt: str, *, cwd: Path, tools: list[str], max_turns: int, model: str | None, timeout_s: float,
+        system: str | None = None,
+    ) -> str:
+        return await self._respond(
+            kind="agent", prompt=prompt, cwd=cwd, tools=tools, max_turns=max_turns, model=model,
+            timeout_s=timeout_s, system=system,
+        )
+
+
+def make_call(
+    config: PromptHookConfig | AgentHookConfig,
+    *,
+    event: str = "PreToolUse",
+    payload: dict[str, Any] | None = None,
+    timeout_s: float = 5.0,
+    project_dir: Path | None = None,
+) -> HookCall:
+    spec = HookSpec(
+        id=f"project:{event}:x", name="evaluator", event=event, matcher=None, type=config.type,
+        source="project", source_file=None, timeout_s=timeout_s, fail_closed=config.failClosed, config=config,
+    )
+    session = SessionContext(session_id="s-1", project_dir=project_dir or Path.cwd())
+    context = HookContext(
+        session=session, event=event, hook_name=spec.name, execution_id="e-1", tool_use_id="toolu_1",
+        deadline=0.0, log=logging.getLogger("test"),
+    )
+
+    async def progress(stream: str, line: str) -> None:
+        return None
+
+    return HookCall(
+        hook=spec, event=event, payload=payload if payload is not None else {**PRE_TOOL_PAYLOAD, "hook_event_name": event},
+        context=context, timeout_s=timeout_s, progress=progress,
+    )
+
+
+def prompt_hook(prompt: str = "Is this command safe? $ARGUMENTS", **extra: Any) -> PromptHookConfig:
+    return PromptHookConfig(type="prompt", prompt=prompt, **extra)
+
+
+async def run(client: FakeModelClient, call: HookCall, **kwargs: Any):
+    with anyio.fail_after(10):
+        return await PromptExecutor(client, **kwargs).run(call)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+@pytest.mark.asyncio
+async def test_ok_true_lets_the_action_proceed_without_granting_permission() -> None:
+    report = await run(FakeModelClient('{"ok": true, "reason": "read-only"}'), make_call(prompt_hook()))
+    assert report.status == "ok"
+    assert not report.blocking_error
+    # No explicit allow: an allow would skip the user's permission prompt, which ok:true must not do.
+    assert report.output is None
+
+
+@pytest.mark.asyncio
+async def test_ok_false_on_pre_tool_use_denies_with_the_reason() -> None:
+    answer = 'Looking at it...\n```json\n{"ok": false, "reason": "deletes the build tree"}\n```\nDone.'
+    report = await run(FakeModelClient(answer), make_call(prompt_hook()))
+    assert report.status == "ok" and report.blocking_error
+    specific = report.output.hookSpecificOutput
+    assert (specific.hookEventName, specific.permissionDecision) == ("PreToolUse", "deny")
+    assert specific.permissionDecisionReason == "deletes the build tree"
+    assert report.stdout == answer
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop", "SubagentStop", "PostToolUse", "PreCompact"])
+async def test_ok_false_blocks_with_a_decision_on_decision_events(event: str) -> None:
+    report = await run(FakeModelClient('{"ok": false, "reason": "tests still fail"}'), make_call(prompt_hook(), event=event))
+    assert report.status == "ok" and report.blocking_error
+    assert report.output.to_json_dict() == {"decision": "block", "reason": "tests still fail"}
+
+
+@pytest.mark.asyncio
+async def test_ok_false_on_an_advisory_event_is_reported_not_enforced() -> None:
+    report = await run(FakeModelClient('{"ok": false, "reason": "odd"}'), make_call(prompt_hook(), event="Notification"))
+    assert report.status == "ok"
+    assert not report.blocking_error
+    assert report.output.to_json_dict() == {"systemMessage": "odd"}
+
+
+@pytest.mark.asyncio
+async def test_malformed_answer_is_a_hook_error_carrying_the_raw_text() -> None:
+    report = await run(FakeModelClient("Sure, that looks safe to me!"), make_call(prompt_hook()))
+    assert report.status == "error"
+    assert "Sure, that looks safe to me!" in report.error
+    assert report.output is None and not report.blocking_error
+
+
+@pytest.mark.asyncio
+async def test_model_failure_is_a_hook_error() -> None:
+    client = FakeModelClient(error=EvaluationError("model session failed: overloaded"))
+    report = await run(client, make_call(prompt_hook()))
+    assert report.status == "error"
+    assert "overloaded" in report.error
+
+
+@pytest.mark.asyncio
+async def test_timeout_is_enforced_even_when_the_client_ignores_it() -> None:
+    client = FakeModelClient(hang=True)
+    report = await run(client, make_call(prompt_hook(), timeout_s=0.2))
+    assert report.status == "timeout"
+    assert "0.2 s" in report.error
+    assert client.cancelled
+    assert client.calls[0]["timeout_s"] == 0.2
+
+
+@pytest.mark.asyncio
+async def test_no_model_client_is_a_visible_hook_error() -> None:
+    with anyio.fail_after(10):
+        report = await PromptExecutor(None).run(make_call(prompt_hook()))
+    assert report.status == "error" and "no" in report.error and "model" in report.error
+
+
+# --------------------------------------------------------------------------- prompt and model
+
+
+@pytest.mark.asyncio
+async def test_arguments_placeholder_becomes_the_payload_json() -> None:
+    client = FakeModelClient()
+    await run(client, make_call(prompt_hook("Check $ARGUMENTS carefully")))
+    [call] = client.calls
+    prefix, suffix = "Check ", " carefully"
+    assert call["prompt"].startswith(prefix) and call["prompt"].endswith(suffix)
+    assert json.loads(call["prompt"][len(prefix) : -len(suffix)]) == PRE_TOOL_PAYLOAD
+    assert '"ok"' in call["system"]  # the answer format is asked for explicitly
+
+
+@pytest.mark.asyncio
+async def test_payload_is_appended_when_the_prompt_has_no_placeholder() -> None:
+    client = FakeModelClient()
+    await run(client, make_call(prompt_hook("Refuse anything touching secrets.")))
+    prompt = client.calls[0]["prompt"]
+    assert prompt.startswith("Refuse anything touching secrets.")
+    assert json.dumps(PRE_TOOL_PAYLOAD) in prompt
+
+
+@pytest.mark.asyncio
+async def test_model_is_haiku_by_default_then_global_then_per_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeModelClient()
+    await run(client, make_call(prompt_hook()))
+    monkeypatch.setenv("ORION_PROMPT_HOOK_MODEL", "claude-from-env")
+    await run(client, make_call(prompt_hook()))
+    await run(client, make_call(prompt_hook()), default_model="claude-from-ctor")
+    await run(client, make_call(prompt_hook(model="claude-per-hook")), default_model="claude-from-ctor")
+    assert [c["model"] for c in client.calls] == [
+        "claude-haiku-4-5", "claude-from-env", "claude-from-ctor", "claude-per-hook",
+    ]
+    assert all(c["kind"] == "complete" for c in client.calls)
+
+
+def test_factory_builds_all_three_remote_executors() -> None:
+    executors = default_llm_executors(FakeModelClient())
+    assert set(executors) == {"prompt", "agent", "http"}
+
+
+# --------------------------------------------------------------------------- lenient parsing
+
+
+@pytest.mark.parametrize(
+    ("raw", "ok", "reason"),
+    [
+        ('{"ok": true, "reason": "fine"}', True, "fine"),
+        ('  {"ok":false,"reason":"no"}  ', False, "no"),
+        ('```json\n{"ok": false, "reason": "uses {braces} inside"}\n```', False, "uses {braces} inside"),
+        ('```\n{"ok": true}\n```', True, ""),
+        ('The input {"tool": "Bash"} is fine.\nAnswer: {"ok": true, "reason": "harmless"}', True, "harmless"),
+        ('Format is {"ok": bool}. ```json\n{"ok": false, "reason": "x"}\n```', False, "x"),
+    ],
+)
+def test_lenient_parse_accepts_common_answer_shapes(raw: str, ok: bool, reason: str) -> None:
+    verdict = parse_evaluation(raw)
+    assert (verdict.ok, verdict.reason) == (ok, reason)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "yes",
+        '{"ok": "yes"}',
+        '{"allowed": true}',
+        '{"ok": true, "reason": "a"} but also {"ok": false, "reason": "b"}',
+        "{ok: true}",
+    ],
+)
+def test_answers_without_one_clear_verdict_are_refused(raw: str) -> None:
+    with pytest.raises(UnparseableAnswer):
+        parse_evaluation(raw)
+
+
+def test_render_prompt_replaces_every_placeholder() -> None:
+    rendered = render_prompt("$ARGUMENTS / $ARGUMENTS", {"a": 1})
+    assert rendered == '{"a": 1} / {"a": 1}'
