@@ -1,0 +1,224 @@
+"""JSON-RPC error codes, the wire layer's exception tree, and the one function that turns an exception into a wire error.
+
+    IpcError
+    ├── FramingError                 a line that could not become a message (an item in the stream, never raised by the reader)
+    │   ├── LineTooLong              longer than the configured limit; discarded, reading goes on
+    │   └── MalformedLine            invalid UTF-8 or invalid JSON
+    ├── ConnectionClosed             the other side hung up (EOF) or we closed; every waiter gets this
+    ├── RequestTimeout               an outbound request got no answer in time (also a TimeoutError)
+    └── RpcError                     carries (code, message, data); raise it from a handler to answer with that error
+        ├── ParseError               -32700
+        ├── InvalidRequest           -32600
+        ├── MethodNotFound           -32601
+        ├── InvalidParams            -32602
+        ├── InternalError            -32603
+        ├── ServerError              -32000 (generic server failure)
+        ├── SessionNotFound          -32001
+        ├── NotInitialized           -32002
+        ├── SessionBusy              -32003
+        ├── HookEngineError          -32004
+        ├── PermissionTimeout        -32005
+        ├── ModelUnavailable         -32006
+        ├── RequestCancelled         -32800
+        └── RemoteError              an error response received for one of *our* requests (any code)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+logger = logging.getLogger("ipc.errors")
+
+
+@dataclass(slots=True, frozen=True)
+class ErrorCode:
+    """One row of the error table: the number, its default message, and when it is used."""
+
+    code: int
+    name: str
+    message: str
+    meaning: str
+
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_ERROR = -32000
+SESSION_NOT_FOUND = -32001
+NOT_INITIALIZED = -32002
+SESSION_BUSY = -32003
+HOOK_ENGINE_ERROR = -32004
+PERMISSION_TIMEOUT = -32005
+MODEL_UNAVAILABLE = -32006
+REQUEST_CANCELLED = -32800
+
+ERROR_CODES: tuple[ErrorCode, ...] = (
+    ErrorCode(PARSE_ERROR, "ParseError", "Parse error",
+              "A line was not valid UTF-8 or not valid JSON, or was longer than the line limit (`data.reason`). `id` is null."),
+    ErrorCode(INVALID_REQUEST, "InvalidRequest", "Invalid request",
+              "Not a JSON-RPC 2.0 request object (or an empty batch); also any request after `shutdown`."),
+    ErrorCode(METHOD_NOT_FOUND, "MethodNotFound", "Method not found",
+              "No handler is registered for the method (`data.method`)."),
+    ErrorCode(INVALID_PARAMS, "InvalidParams", "Invalid params",
+              "Params failed validation; `data.errors` lists pydantic's errors as `{loc, msg, type}`."),
+    ErrorCode(INTERNAL_ERROR, "InternalError", "Internal error",
+              "A result failed its own model's validation (a sidecar bug)."),
+    ErrorCode(SERVER_ERROR, "ServerError", "Server error",
+              "An unexpected failure inside a handler; details are in the sidecar's stderr log."),
+    ErrorCode(SESSION_NOT_FOUND, "SessionNotFound", "Session not found",
+              "No live session has the given `sessionId`."),
+    ErrorCode(NOT_INITIALIZED, "NotInitialized", "Not initialized",
+              "A request other than `initialize` arrived before `initialize`."),
+    ErrorCode(SESSION_BUSY, "SessionBusy", "Session busy",
+              "A prompt is already running in this session."),
+    ErrorCode(HOOK_ENGINE_ERROR, "HookEngineError", "Hook engine error",
+              "The hook engine could not load, list, trust or run hooks."),
+    ErrorCode(PERMISSION_TIMEOUT, "PermissionTimeout", "Permission timeout",
+              "The frontend did not answer `session/request_permission` in time."),
+    ErrorCode(MODEL_UNAVAILABLE, "ModelUnavailable", "Model unavailable",
+              "The model endpoint could not be reached or refused the request."),
+    ErrorCode(REQUEST_CANCELLED, "RequestCancelled", "Request cancelled",
+              "The request was cancelled by `$/cancelRequest` or by shutdown."),
+)
+
+_MESSAGES: dict[int, str] = {row.code: row.message for row in ERROR_CODES}
+
+
+class IpcError(Exception):
+    """Base of every error the wire layer defines."""
+
+
+class FramingError(IpcError):
+    """A line that could not become a message; delivered as a stream item so the reader keeps going."""
+
+    reason = "malformed"
+
+    def __init__(self, detail: str, *, length: int | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.length = length
+
+
+class LineTooLong(FramingError):
+    reason = "lineTooLong"
+
+
+class MalformedLine(FramingError):
+    reason = "malformed"
+
+
+class ConnectionClosed(IpcError):
+    """The other side closed the connection (EOF), or we did; no answer will come."""
+
+
+class RequestTimeout(IpcError, TimeoutError):
+    """An outbound request got no response within its timeout."""
+
+
+class RpcError(IpcError):
+    """An error with a JSON-RPC code; raising one from a handler answers the request with it."""
+
+    code: int = SERVER_ERROR
+
+    def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None) -> None:
+        if code is not None:
+            self.code = code
+        self.message = message or _MESSAGES.get(self.code, "Server error")
+        self.data = data
+        super().__init__(self.message)
+
+    def to_wire(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(RpcError):
+    code = PARSE_ERROR
+
+
+class InvalidRequest(RpcError):
+    code = INVALID_REQUEST
+
+
+class MethodNotFound(RpcError):
+    code = METHOD_NOT_FOUND
+
+
+class InvalidParams(RpcError):
+    code = INVALID_PARAMS
+
+
+class InternalError(RpcError):
+    code = INTERNAL_ERROR
+
+
+class ServerError(RpcError):
+    code = SERVER_ERROR
+
+
+class SessionNotFound(RpcError):
+    code = SESSION_NOT_FOUND
+
+
+class NotInitialized(RpcError):
+    code = NOT_INITIALIZED
+
+
+class SessionBusy(RpcError):
+    code = SESSION_BUSY
+
+
+class HookEngineError(RpcError):
+    code = HOOK_ENGINE_ERROR
+
+
+class PermissionTimeout(RpcError):
+    code = PERMISSION_TIMEOUT
+
+
+class ModelUnavailable(RpcError):
+    code = MODEL_UNAVAILABLE
+
+
+class RequestCancelled(RpcError):
+    code = REQUEST_CANCELLED
+
+
+class RemoteError(RpcError):
+    """The other side answered one of our requests with an error object."""
+
+    @classmethod
+    def from_wire(cls, error: Any) -> RemoteError:
+        if not isinstance(error, dict):
+            return cls(f"malformed error object: {error!r}", code=INTERNAL_ERROR)
+        code = error.get("code")
+        return cls(str(error.get("message", "")), error.get("data"), code=code if isinstance(code, int) else INTERNAL_ERROR)
+
+
+def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's errors reduced to what a client can act on: where, what, which kind."""
+    return [{"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]} for err in exc.errors(include_url=False)]
+
+
+def to_wire_error(exc: BaseException) -> dict[str, Any]:
+    """The one place an exception becomes a JSON-RPC error object."""
+    if isinstance(exc, RpcError):
+        return exc.to_wire()
+    if isinstance(exc, ValidationError):
+        return InvalidParams(data={"errors": validation_errors(exc)}).to_wire()
+    if isinstance(exc, FramingError):
+        data: dict[str, Any] = {"reason": exc.reason, "detail": exc.detail}
+        if exc.length is not None:
+            data["length"] = exc.length
+        return ParseError(data=data).to_wire()
+    # Unknown failures are a sidecar bug: the full traceback goes to stderr, the wire gets no internals.
+    logger.error("unhandled error in handler", exc_info=exc)
+    return ServerError(data={"type": type(exc).__name__}).to_wire()

@@ -1,0 +1,440 @@
+"""JsonRpcPeer: one end of a JSON-RPC 2.0 connection; inbound requests run concurrently through jsonrpcserver's async dispatcher, outbound requests wait in a pending table."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from jsonrpcserver.async_dispatcher import dispatch_request
+from jsonrpcserver.dispatcher import create_request, to_response
+from jsonrpcserver.response import to_serializable_one
+from jsonrpcserver.result import ErrorResult, Success
+from jsonrpcserver.sentinels import NODATA
+from oslash.either import Left  # type: ignore[import-untyped]
+from pydantic import BaseModel, ValidationError
+
+from ipc.errors import (
+    ConnectionClosed,
+    FramingError,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    RemoteError,
+    RequestCancelled,
+    RequestTimeout,
+    to_wire_error,
+    validation_errors,
+)
+from ipc.framing import Transport
+
+logger = logging.getLogger("ipc.peer")
+
+RequestId = int | str
+Handler = Callable[[Any, "RequestContext"], Awaitable[Any]]
+Guard = Callable[[str, bool], None]  # (method, is_notification); raise RpcError to refuse
+NotificationSink = Callable[[str, Any], None]
+
+CANCEL_METHOD = "$/cancelRequest"
+DEFAULT_REQUEST_TIMEOUT = 60.0
+
+
+@dataclass(slots=True, frozen=True)
+class Route:
+    """How one inbound method is served: params are validated with `params` and the result shaped by `result`."""
+
+    handler: Handler
+    params: type[BaseModel] | None = None
+    result: type[BaseModel] | None = None
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler knows about the call it serves."""
+
+    peer: JsonRpcPeer
+    method: str
+    id: RequestId | None  # None for a notification
+
+
+@dataclass(slots=True)
+class _Waiter:
+    done: anyio.Event = field(default_factory=anyio.Event)
+    response: dict[str, Any] | None = None  # None after done: the connection closed
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Collects the responses of one inbound batch; sent as one array once every member has answered."""
+
+    pending: int = 0  # members still being served
+    responses: list[dict[str, Any]] = field(default_factory=list)
+    sealed: bool = False
+
+
+def _error_response(error: dict[str, Any], id_: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "error": error, "id": id_}
+
+
+def _valid_id(value: Any) -> bool:
+    return (isinstance(value, (int, str)) and not isinstance(value, bool)) or value is None
+
+
+def _to_params(params: Any) -> Any:
+    if params is None:
+        return None
+    if isinstance(params, BaseModel):
+        return params.model_dump(mode="json", by_alias=True)
+    return params
+
+
+class JsonRpcPeer:
+    """Serves inbound calls with `routes`, sends requests and notifications; symmetric, so the frontend stub uses it too."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        routes: Mapping[str, Route] | None = None,
+        guard: Guard | None = None,
+        on_notification: NotificationSink | None = None,
+        name: str = "peer",
+    ) -> None:
+        self._transport = transport
+        self._routes: Mapping[str, Route] = routes if routes is not None else {}
+        self._guard = guard
+        self._on_notification = on_notification
+        self.name = name
+        self._ids: Iterator[int] = itertools.count(1)
+        self._pending: dict[RequestId, _Waiter] = {}
+        self._inflight: dict[RequestId, anyio.CancelScope] = {}
+        self._tasks = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._tg: TaskGroup | None = None
+        self.eof = anyio.Event()  # the other side closed its end (or the transport broke)
+        # jsonrpcserver looks methods up by name; every name maps to our one adapter, which routes by ctx.method
+        # (so the init/shutdown guard and "method not found" go through our single error mapping).
+        self._dispatch_table = _AnyName(self._invoke)
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def closed(self) -> bool:
+        return self.eof.is_set()
+
+    @property
+    def inflight(self) -> int:
+        """Inbound calls (requests and notifications) still being served."""
+        return self._tasks
+
+    async def run(self) -> None:
+        """Read and serve until the other side closes; returns once every in-flight call has finished."""
+        incoming = self._transport.incoming
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._watch_broken)
+                try:
+                    while True:
+                        try:
+                            item = incoming.receive_nowait()
+                        except anyio.WouldBlock:
+                            item = await incoming.receive()
+                        self._on_item(item)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass
+                self._close_pending()
+                await self.wait_idle()
+                tg.cancel_scope.cancel()
+        finally:
+            self._close_pending()
+
+    async def request(self, method: str, params: Any = None, *, timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+                      result_model: type[BaseModel] | None = None) -> Any:
+        """Send a request and wait for its result; RemoteError on an error answer, RequestTimeout, ConnectionClosed."""
+        if self.closed:
+            raise ConnectionClosed(f"cannot send {method!r}: connection closed")
+        id_ = next(self._ids)
+        waiter = _Waiter()
+        self._pending[id_] = waiter
+        try:
+            message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
+            wire_params = _to_params(params)
+            if wire_params is not None:
+                message["params"] = wire_params
+            await self._send(message)
+            try:
+                with anyio.fail_after(timeout):
+                    await waiter.done.wait()
+            except TimeoutError:
+                self._cancel_remote(id_)
+                raise RequestTimeout(f"{method!r} got no response within {timeout} s") from None
+            except anyio.get_cancelled_exc_class():
+                self._cancel_remote(id_)
+                raise
+        finally:
+            self._pending.pop(id_, None)
+        response = waiter.response
+        if response is None:
+            raise ConnectionClosed(f"connection closed before {method!r} was answered")
+        if "error" in response:
+            raise RemoteError.from_wire(response["error"])
+        result = response.get("result")
+        return result_model.model_validate(result) if result_model is not None else result
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Queue a notification; notifications leave in the order they were queued. Waits while the queue is full."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        wire_params = _to_params(params)
+        if wire_params is not None:
+            message["params"] = wire_params
+        await self._send(message)
+
+    async def send_raw(self, message: Any) -> None:
+        """Put any JSON value on the wire as is (tests, the `raw` command)."""
+        await self._send(message)
+
+    def cancel(self, id_: RequestId) -> bool:
+        """Cancel one in-flight inbound request; it answers -32800."""
+        scope = self._inflight.get(id_)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def cancel_inflight(self) -> int:
+        """Cancel every in-flight inbound request (shutdown after the grace period)."""
+        for scope in list(self._inflight.values()):
+            scope.cancel()
+        return len(self._inflight)
+
+    async def wait_idle(self) -> None:
+        while self._tasks:
+            await self._idle.wait()
+
+    # ------------------------------------------------------------------ inbound
+
+    def _on_item(self, item: Any) -> None:
+        if isinstance(item, FramingError):
+            self._reply(_error_response(to_wire_error(item), None))
+        elif isinstance(item, dict):
+            self._on_message(item, None)
+        elif isinstance(item, list):
+            if not item:
+                self._reply(_error_response(InvalidRequest(data={"reason": "empty batch"}).to_wire(), None))
+                return
+            batch = _Batch()
+            for member in item:
+                self._on_message(member, batch)
+            batch.sealed = True
+            self._maybe_finish_batch(batch)
+        else:
+            self._reply(_error_response(InvalidRequest(data={"reason": "not an object"}).to_wire(), None))
+
+    def _on_message(self, msg: Any, batch: _Batch | None) -> None:
+        if not isinstance(msg, dict):
+            self._answer(_error_response(InvalidRequest(data={"reason": "not an object"}).to_wire(), None), batch)
+            return
+        if "method" in msg:
+            method, id_, params = msg["method"], msg.get("id"), msg.get("params")
+            problem = None
+            if msg.get("jsonrpc") != "2.0":
+                problem = 'jsonrpc must be "2.0"'
+            elif not isinstance(method, str):
+                problem = "method must be a string"
+            elif not _valid_id(id_):
+                problem = "id must be a string, an integer or null"
+            elif params is not None and not isinstance(params, (dict, list)):
+                problem = "params must be an object or an array"
+            if problem is not None:
+                self._answer(_error_response(InvalidRequest(data={"reason": problem}).to_wire(),
+                                             id_ if _valid_id(id_) else None), batch)
+                return
+            if "id" not in msg:
+                if method == CANCEL_METHOD:
+                    target = params.get("id") if isinstance(params, dict) else None
+                    if _valid_id(target) and target is not None:
+                        self.cancel(target)
+                    return
+                self._spawn(self._serve_notification, msg)
+                return
+            if id_ in self._inflight:
+                self._answer(_error_response(InvalidRequest(data={"reason": "a request with this id is in flight"}).to_wire(), id_), batch)
+                return
+            if batch is not None:
+                batch.pending += 1
+            scope = anyio.CancelScope()
+            self._inflight[id_] = scope
+            self._spawn(self._serve_request, msg, scope, batch)
+        elif "id" in msg and ("result" in msg or "error" in msg):
+            waiter = self._pending.get(msg["id"])
+            if waiter is None:
+                logger.debug("%s: response for unknown id %r ignored", self.name, msg["id"])
+                return
+            waiter.response = msg
+            waiter.done.set()
+        else:
+            self._answer(_error_response(InvalidRequest(data={"reason": "neither a request nor a response"}).to_wire(),
+                                         msg.get("id") if _valid_id(msg.get("id")) else None), batch)
+
+    def _spawn(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        assert self._tg is not None
+        if self._tasks == 0:
+            self._idle = anyio.Event()
+        self._tasks += 1
+        self._tg.start_soon(self._tracked, fn, *args)
+
+    async def _tracked(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        try:
+            await fn(*args)
+        finally:
+            self._tasks -= 1
+            if self._tasks == 0:
+                self._idle.set()
+
+    async def _serve_request(self, msg: dict[str, Any], scope: anyio.CancelScope, batch: _Batch | None) -> None:
+        id_ = msg["id"]
+        response: dict[str, Any] | None = None
+        try:
+            with scope:
+                request = create_request(msg)
+                _, result = await dispatch_request(self._dispatch_table, RequestContext(self, msg["method"], id_), request)
+                response = to_serializable_one(to_response(request, result))
+        finally:
+            self._inflight.pop(id_, None)
+        if response is None:
+            response = _error_response(RequestCancelled().to_wire(), id_)
+        self._answer_member(response, batch)
+
+    async def _serve_notification(self, msg: dict[str, Any]) -> None:
+        method = msg["method"]
+        if method not in self._routes and self._on_notification is not None:
+            self._on_notification(method, msg.get("params"))
+            return
+        _, result = await dispatch_request(self._dispatch_table, RequestContext(self, method, None), create_request(msg))
+        if isinstance(result, Left):
+            logger.warning("%s: notification %r failed: %s", self.name, method, result._error.message)
+
+    async def _invoke(self, ctx: RequestContext, *args: Any, **kwargs: Any) -> Any:
+        """The single adapter jsonrpcserver calls: guard, route lookup, pydantic params, handler, result shaping."""
+        try:
+            if self._guard is not None:
+                self._guard(ctx.method, ctx.id is None)
+            route = self._routes.get(ctx.method)
+            if route is None:
+                raise MethodNotFound(data={"method": ctx.method})
+            if args:
+                raise InvalidParams(data={"errors": [{"loc": [], "msg": "params must be an object (by name)", "type": "dict_type"}]})
+            if route.params is not None:
+                try:
+                    params: Any = route.params.model_validate(kwargs)
+                except ValidationError as exc:
+                    raise InvalidParams(data={"errors": validation_errors(exc)}) from None
+            else:
+                params = kwargs
+            result = await route.handler(params, ctx)
+            return Success(_shape_result(route, ctx.method, result))
+        except Exception as exc:
+            error = to_wire_error(exc)
+            return Left(ErrorResult(error["code"], error["message"], error.get("data", NODATA)))
+
+    # ------------------------------------------------------------------ outbound plumbing
+
+    def _answer(self, response: dict[str, Any], batch: _Batch | None) -> None:
+        if batch is None:
+            self._reply(response)
+            return
+        batch.responses.append(response)
+        self._maybe_finish_batch(batch)
+
+    def _answer_member(self, response: dict[str, Any], batch: _Batch | None) -> None:
+        if batch is not None:
+            batch.pending -= 1
+        self._answer(response, batch)
+
+    def _maybe_finish_batch(self, batch: _Batch) -> None:
+        # A batch of only notifications gets no answer at all (JSON-RPC 2.0 §6).
+        if batch.sealed and batch.pending == 0 and batch.responses:
+            responses, batch.responses = batch.responses, []
+            self._reply(responses)
+
+    def _reply(self, response: Any) -> None:
+        try:
+            self._transport.outgoing.send_nowait(response)
+        except anyio.WouldBlock:
+            assert self._tg is not None
+            self._tg.start_soon(self._send_quietly, response)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.debug("%s: response dropped, connection closed", self.name)
+
+    async def _send_quietly(self, message: Any) -> None:
+        try:
+            await self._send(message)
+        except ConnectionClosed:
+            logger.debug("%s: response dropped, connection closed", self.name)
+
+    async def _send(self, message: Any) -> None:
+        outgoing = self._transport.outgoing
+        try:
+            try:
+                outgoing.send_nowait(message)
+            except anyio.WouldBlock:
+                await outgoing.send(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise ConnectionClosed("connection closed") from None
+
+    def _cancel_remote(self, id_: RequestId) -> None:
+        try:
+            self._transport.outgoing.send_nowait({"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": id_}})
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    def _close_pending(self) -> None:
+        self.eof.set()
+        for waiter in self._pending.values():
+            waiter.done.set()
+
+    async def _watch_broken(self) -> None:
+        await self._transport.broken.wait()
+        self._close_pending()
+
+
+def _shape_result(route: Route, method: str, result: Any) -> Any:
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json", by_alias=True)
+    if result is None or route.result is None:
+        return result
+    try:
+        return route.result.model_validate(result).model_dump(mode="json", by_alias=True)
+    except ValidationError as exc:
+        logger.error("result of %r does not match %s: %s", method, route.result.__name__, exc)
+        raise InternalError(data={"reason": f"result of {method} failed validation"}) from None
+
+
+class _AnyName(Mapping[str, Any]):
+    """A methods table where every name resolves to one adapter; lookups never fail, routing happens in the adapter."""
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable[..., Awaitable[Any]]) -> None:
+        # jsonrpcserver binds the call against the signature on every request; a precomputed one keeps that cheap.
+        func = fn.__func__  # type: ignore[attr-defined]
+        if "__signature__" not in func.__dict__:
+            func.__signature__ = inspect.signature(func)
+        self._fn = fn
+
+    def __getitem__(self, name: str) -> Any:
+        return self._fn
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0

@@ -1,0 +1,99 @@
+"""Serving stdio until told to stop (exit, EOF, SIGTERM/SIGINT, parent gone, stdout broken), then an orderly, bounded shutdown."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from dataclasses import dataclass
+
+import anyio
+
+from ipc.framing import DEFAULT_MAX_LINE_BYTES, Transport, open_stdio_transport
+from ipc.peer import JsonRpcPeer
+from sidecar.app import SidecarApp
+
+logger = logging.getLogger("sidecar.lifecycle")
+
+
+@dataclass(slots=True, frozen=True)
+class ShutdownPolicy:
+    """Time budgets (seconds) of an orderly shutdown; the hard deadline guarantees the process never lingers."""
+
+    grace: float = 2.0  # in-flight requests may finish
+    cancel_wait: float = 0.5  # cancelled requests may answer -32800
+    flush: float = 2.0  # queued output may reach the frontend
+    hard_deadline: float = 15.0  # after a stop is requested, the process is gone by then, whatever happens
+    parent_poll: float = 1.0
+
+
+async def serve(app: SidecarApp, transport: Transport, policy: ShutdownPolicy = ShutdownPolicy(),
+                *, watch_signals: bool = False, watch_parent: bool = False) -> None:
+    """Serve one connection until a stop is requested, then shut down in order."""
+    peer = JsonRpcPeer(transport, routes=app.routes, guard=app.guard, name="sidecar")
+    app.attach(peer)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(peer.run)
+        tg.start_soon(_stop_on_eof, app, peer)
+        if watch_signals:
+            tg.start_soon(_stop_on_signals, app)
+        if watch_parent:
+            tg.start_soon(_stop_when_orphaned, app, policy.parent_poll)
+        await app.stop_requested.wait()
+        _arm_hard_deadline(policy.hard_deadline)
+        await _orderly_shutdown(app, peer, policy)
+        tg.cancel_scope.cancel()
+
+
+async def serve_stdio(app: SidecarApp, policy: ShutdownPolicy = ShutdownPolicy(), *,
+                      max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> int:
+    """`python -m sidecar`: serve this process's stdin/stdout; returns the exit code (always 0 after an orderly stop)."""
+    async with open_stdio_transport(max_line_bytes=max_line_bytes, flush_timeout=policy.flush) as transport:
+        await serve(app, transport, policy, watch_signals=True, watch_parent=True)
+    logger.info("exited (%s)", app.stop_reason)
+    return 0
+
+
+async def _orderly_shutdown(app: SidecarApp, peer: JsonRpcPeer, policy: ShutdownPolicy) -> None:
+    if app.state != "shutting_down":
+        app.state = "shutting_down"
+    with anyio.move_on_after(policy.grace):
+        await peer.wait_idle()
+    if peer.inflight:
+        logger.warning("cancelling %d in-flight call(s) after the %.1f s grace period", peer.inflight, policy.grace)
+        peer.cancel_inflight()
+        with anyio.move_on_after(policy.cancel_wait):
+            await peer.wait_idle()
+    await app.run_shutdown_callbacks()
+
+
+async def _stop_on_eof(app: SidecarApp, peer: JsonRpcPeer) -> None:
+    await peer.eof.wait()
+    app.request_stop("end of input (frontend closed stdin)")
+
+
+async def _stop_on_signals(app: SidecarApp) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            app.request_stop(f"signal {signal.Signals(signum).name}")
+
+
+async def _stop_when_orphaned(app: SidecarApp, interval: float) -> None:
+    # EOF normally tells us the frontend died, but a grandchild holding the pipe open would hide that.
+    parent = os.getppid()
+    while os.getppid() == parent:
+        await anyio.sleep(interval)
+    app.request_stop("parent process died")
+
+
+def _arm_hard_deadline(seconds: float) -> None:
+    """A last resort outside the event loop: a callback blocking the loop cannot keep the process alive."""
+
+    def expire() -> None:
+        logger.error("shutdown overran the %.1f s hard deadline; exiting now", seconds)
+        os._exit(0)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
