@@ -1,0 +1,77 @@
+"""`env-isolation`: every Bash command the agent runs starts by unsetting the sidecar's internal environment variables."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hooks.builtin.common import Options, BuiltinEnv
+from hooks.types import HookContext, HookFunction, HookOutput, HookSpecificOutput
+
+# The one list of what the agent's shell must not inherit: the model endpoint and
+# its credentials, the CLI's own plumbing, and the sidecar's private settings.
+INTERNAL_ENV_VARS: tuple[str, ...] = (
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "CLAUDE_AGENT_SDK_VERSION",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CONFIG_DIR",
+    "ORION_DATA_DIR",
+    "ORION_USER_SETTINGS",
+    "ORION_SIDECAR_TOKEN",
+    "HOOK_DEBUG",
+)
+
+# Every variable present in the sidecar's environment under one of these prefixes is stripped too.
+INTERNAL_ENV_PREFIXES: tuple[str, ...] = ("CLAUDE_CODE_", "ORION_", "HOOK_")
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PREFIX_MARK = "unset "
+_SUFFIX_MARK = " 2>/dev/null; "
+
+
+def names_to_unset(
+    environ: Mapping[str, str], names: Iterable[str] = INTERNAL_ENV_VARS, prefixes: Iterable[str] = INTERNAL_ENV_PREFIXES
+) -> list[str]:
+    """The fixed names plus every `environ` name under a prefix, sorted, shell-safe names only."""
+    prefixes = tuple(prefixes)
+    chosen = set(names) | {k for k in environ if k.startswith(prefixes)}
+    return sorted(n for n in chosen if _NAME.fullmatch(n))
+
+
+def isolate_command(command: str, names: list[str]) -> str:
+    """`unset A B 2>/dev/null; <command>`: POSIX sh, the original command kept byte for byte."""
+    if not names:
+        return command
+    prefix = _PREFIX_MARK + " ".join(names) + _SUFFIX_MARK
+    if command.startswith(prefix):
+        return command  # already isolated (the same input fired twice)
+    return prefix + command
+
+
+def make_env_isolation(opts: Options, env: BuiltinEnv) -> HookFunction:
+    names = tuple(opts.get("names", INTERNAL_ENV_VARS)) + tuple(opts.get("extra_names", ()))
+    prefixes = tuple(opts.get("prefixes", INTERNAL_ENV_PREFIXES))
+    # Orion answers "allow" so the rewritten command runs without a second prompt;
+    # set "permissionDecision": null to leave the permission flow untouched.
+    decision = opts.get("permissionDecision", "allow")
+
+    async def env_isolation(payload: dict[str, Any], ctx: HookContext) -> HookOutput | None:
+        tool_input = payload.get("tool_input")
+        if not isinstance(tool_input, dict) or not isinstance(tool_input.get("command"), str):
+            return None
+        unset = names_to_unset(os.environ, names, prefixes)
+        command = isolate_command(tool_input["command"], unset)
+        return HookOutput(
+            hookSpecificOutput=HookSpecificOutput(
+                hookEventName="PreToolUse",
+                permissionDecision=decision,
+                updatedInput={**tool_input, "command": command},
+            )
+        )
+
+    return env_isolation

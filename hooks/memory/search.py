@@ -1,0 +1,49 @@
+"""`memory/search`: full-text search over the memory store, shaped as the JSON-RPC method returns it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from hooks.memory.store import memory_db_path, open_store
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+
+
+async def search_memory(
+    data_dir: Path, query: str, *, project: str | None = None, limit: int = DEFAULT_LIMIT
+) -> list[dict[str, Any]]:
+    """FTS5 search: `[{kind, sessionId, project, text, snippet, createdAt, score}]`, best first.
+
+    `kind` is "prompt", "observation" or "summary"; `snippet` marks the matched
+    words with « »; `createdAt` is ISO 8601 UTC; a bigger `score` is a better
+    match. The query is plain words (all required; FTS operators are not
+    interpreted). An empty query or a missing database gives [].
+    """
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    if not query.strip():
+        return []
+
+    def run() -> list[dict[str, Any]]:
+        if not memory_db_path(data_dir).exists():
+            return []
+        return open_store(data_dir).search(query, project=project or None, limit=limit)
+
+    return await anyio.to_thread.run_sync(run)
+
+
+async def memory_search_method(params: dict[str, Any], *, data_dir: Path) -> list[dict[str, Any]]:
+    """The JSON-RPC handler body for `memory/search` {query, project?, limit?}."""
+    query = params.get("query")
+    if not isinstance(query, str):
+        raise ValueError("memory/search needs a string 'query'")
+    project = params.get("project")
+    if project is not None and not isinstance(project, str):
+        raise ValueError("memory/search 'project' must be a string when given")
+    limit = params.get("limit", DEFAULT_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ValueError("memory/search 'limit' must be an integer")
+    return await search_memory(data_dir, query, project=project, limit=limit)

@@ -1,0 +1,378 @@
+"""The memory store: sessions, user prompts, observations and summaries in one SQLite file (WAL, FTS5), shared per path.
+
+Exceptions:
+
+    MemoryStoreError
+     └── SchemaTooNewError   the file was written by a newer sidecar; we refuse to touch it
+
+Every method here is synchronous and does blocking I/O; async callers go
+through `MemoryStore.run(...)`, which hops to a worker thread. One connection
+per store, guarded by a lock: SQLite serialises writers anyway, and a lock is
+simpler to reason about than a connection per thread.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 5000
+
+_SCHEMA_V1 = """
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE,
+    project TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'completed')),
+    prompt_count INTEGER NOT NULL DEFAULT 0,
+    started_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    completed_at REAL,
+    end_reason TEXT
+);
+CREATE INDEX sessions_by_project ON sessions (project, started_at DESC);
+
+CREATE TABLE user_prompts (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+    prompt_number INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE (session_id, prompt_number)
+);
+CREATE INDEX user_prompts_by_time ON user_prompts (created_at DESC);
+
+CREATE TABLE observations (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+    project TEXT NOT NULL,
+    prompt_number INTEGER NOT NULL,
+    tool_name TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX observations_by_session ON observations (session_id, id);
+CREATE INDEX observations_by_project ON observations (project, created_at DESC);
+
+CREATE TABLE session_summaries (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+    project TEXT NOT NULL,
+    prompt_number INTEGER NOT NULL,
+    request TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE (session_id, prompt_number)
+);
+CREATE INDEX session_summaries_by_project ON session_summaries (project, created_at DESC);
+
+-- One full-text index over everything searchable: `kind` and `ref_id` point back at the row.
+CREATE VIRTUAL TABLE memory_fts USING fts5 (
+    text,
+    kind UNINDEXED,
+    ref_id UNINDEXED,
+    session_id UNINDEXED,
+    project UNINDEXED,
+    created_at UNINDEXED,
+    tokenize = 'porter unicode61'
+);
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_TERMS = 16
+
+
+class MemoryStoreError(Exception):
+    """Base of the memory store's errors."""
+
+
+class SchemaTooNewError(MemoryStoreError):
+    """The database's user_version is newer than this code understands."""
+
+
+@dataclass(slots=True)
+class ContextItems:
+    """What `memory-context` injects: recent summaries and observations of one project."""
+
+    summaries: list[dict[str, Any]]
+    observations: list[dict[str, Any]]
+
+
+def iso_utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def fts_query(query: str) -> str | None:
+    """A user's free text as a safe FTS5 query: every word quoted (no operators), all required."""
+    terms = _WORD.findall(query)[:MAX_QUERY_TERMS]
+    if not terms:
+        return None
+    return " ".join(f'"{t}"' for t in terms)
+
+
+class MemoryStore:
+    """One SQLite memory database. Methods are blocking; use `await store.run(store.method, ...)` from async code."""
+
+    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self._clock = clock
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we issue BEGIN IMMEDIATE ourselves so every write
+        # takes the write lock up front instead of upgrading mid-transaction.
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(lambda: fn(*args))
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise SchemaTooNewError(f"{self.path} has memory schema {version}; this sidecar knows up to {SCHEMA_VERSION}")
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _split_sql(_MIGRATIONS[target]):
+                        self._conn.execute(statement)
+                    self._conn.execute(f"PRAGMA user_version = {target}")
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(self._conn)
+                self._conn.execute("COMMIT")
+                return result
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(r) for r in self._conn.execute(sql, params).fetchall()]
+
+    # ------------------------------------------------------------------ writes
+
+    def _ensure_session(self, conn: sqlite3.Connection, session_id: str, project: str, now: float) -> None:
+        # INSERT OR IGNORE makes create-or-get idempotent: the CLI's session_id is the key.
+        conn.execute(
+            "INSERT OR IGNORE INTO sessions (session_id, project, started_at, updated_at) VALUES (?, ?, ?, ?)",
+            (session_id, project, now, now),
+        )
+
+    def begin_prompt(self, session_id: str, project: str) -> int:
+        """Create-or-get the session and count one more prompt; returns this prompt's number (1-based)."""
+        now = self._clock()
+
+        def tx(conn: sqlite3.Connection) -> int:
+            self._ensure_session(conn, session_id, project, now)
+            conn.execute(
+                "UPDATE sessions SET prompt_count = prompt_count + 1, updated_at = ?, status = 'active' WHERE session_id = ?",
+                (now, session_id),
+            )
+            return conn.execute("SELECT prompt_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()[0]
+
+        return self._write(tx)
+
+    def add_prompt(self, session_id: str, project: str, prompt_number: int, text: str) -> None:
+        now = self._clock()
+
+        def tx(conn: sqlite3.Connection) -> None:
+            self._ensure_session(conn, session_id, project, now)
+            conn.execute(
+                "INSERT OR REPLACE INTO user_prompts (session_id, prompt_number, text, created_at) VALUES (?, ?, ?, ?)",
+                (session_id, prompt_number, text, now),
+            )
+            conn.execute("DELETE FROM memory_fts WHERE kind = 'prompt' AND session_id = ? AND ref_id = ?", (session_id, prompt_number))
+            conn.execute(
+                "INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at) VALUES (?, 'prompt', ?, ?, ?, ?)",
+                (text, prompt_number, session_id, project, now),
+            )
+
+        self._write(tx)
+
+    def current_prompt_number(self, session_id: str) -> int:
+        rows = self._read("SELECT prompt_count FROM sessions WHERE session_id = ?", (session_id,))
+        return rows[0]["prompt_count"] if rows else 0
+
+    def add_observation(self, session_id: str, project: str, prompt_number: int, tool_name: str, text: str) -> int:
+        now = self._clock()
+
+        def tx(conn: sqlite3.Connection) -> int:
+            self._ensure_session(conn, session_id, project, now)
+            cur = conn.execute(
+                "INSERT INTO observations (session_id, project, prompt_number, tool_name, text, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, project, prompt_number, tool_name, text, now),
+            )
+            rowid = int(cur.lastrowid or 0)
+            conn.execute(
+                "INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at) VALUES (?, 'observation', ?, ?, ?, ?)",
+                (text, rowid, session_id, project, now),
+            )
+            return rowid
+
+        return self._write(tx)
+
+    def upsert_summary(self, session_id: str, project: str, prompt_number: int, request: str, outcome: str) -> None:
+        """One summary per (session, prompt): a Stop that fires again for the same turn replaces it."""
+        now = self._clock()
+        text = f"{request}\n{outcome}".strip()
+
+        def tx(conn: sqlite3.Connection) -> None:
+            self._ensure_session(conn, session_id, project, now)
+            conn.execute(
+                "INSERT INTO session_summaries (session_id, project, prompt_number, request, outcome, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (session_id, prompt_number) DO UPDATE SET request = excluded.request,"
+                " outcome = excluded.outcome, created_at = excluded.created_at",
+                (session_id, project, prompt_number, request, outcome, now),
+            )
+            conn.execute("DELETE FROM memory_fts WHERE kind = 'summary' AND session_id = ? AND ref_id = ?", (session_id, prompt_number))
+            conn.execute(
+                "INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at) VALUES (?, 'summary', ?, ?, ?, ?)",
+                (text, prompt_number, session_id, project, now),
+            )
+
+        self._write(tx)
+
+    def complete_session(self, session_id: str, reason: str | None) -> bool:
+        """Mark the session completed; False when no such session was ever recorded."""
+        now = self._clock()
+
+        def tx(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE sessions SET status = 'completed', completed_at = ?, updated_at = ?, end_reason = ? WHERE session_id = ?",
+                (now, now, reason, session_id),
+            )
+            return cur.rowcount > 0
+
+        return self._write(tx)
+
+    # ------------------------------------------------------------------ reads
+
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        rows = self._read("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
+        return rows[0] if rows else None
+
+    def prompts(self, session_id: str) -> list[dict[str, Any]]:
+        return self._read("SELECT * FROM user_prompts WHERE session_id = ? ORDER BY prompt_number", (session_id,))
+
+    def observations(self, session_id: str) -> list[dict[str, Any]]:
+        return self._read("SELECT * FROM observations WHERE session_id = ? ORDER BY id", (session_id,))
+
+    def summaries(self, session_id: str) -> list[dict[str, Any]]:
+        return self._read("SELECT * FROM session_summaries WHERE session_id = ? ORDER BY prompt_number", (session_id,))
+
+    def recent_context(self, project: str, *, exclude_session: str | None, summaries: int, observations: int) -> ContextItems:
+        """The newest summaries and observations recorded for `project` by other sessions."""
+        exclude = exclude_session or ""
+        return ContextItems(
+            summaries=self._read(
+                "SELECT session_id, request, outcome, created_at FROM session_summaries"
+                " WHERE project = ? AND session_id != ? ORDER BY created_at DESC, id DESC LIMIT ?",
+                (project, exclude, summaries),
+            ),
+            observations=self._read(
+                "SELECT session_id, tool_name, text, created_at FROM observations"
+                " WHERE project = ? AND session_id != ? ORDER BY created_at DESC, id DESC LIMIT ?",
+                (project, exclude, observations),
+            ),
+        )
+
+    def search(self, query: str, *, project: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """Full-text search over prompts, observations and summaries, best match first."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        sql = (
+            "SELECT kind, session_id, project, text, created_at,"
+            " snippet(memory_fts, 0, '«', '»', '…', 16) AS snippet, bm25(memory_fts) AS rank"
+            " FROM memory_fts WHERE memory_fts MATCH ?"
+        )
+        params: list[Any] = [match]
+        if project:
+            sql += " AND project = ?"
+            params.append(project)
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(limit)
+        rows = self._read(sql, tuple(params))
+        return [
+            {
+                "kind": r["kind"],
+                "sessionId": r["session_id"],
+                "project": r["project"],
+                "text": r["text"],
+                "snippet": r["snippet"],
+                "createdAt": iso_utc(float(r["created_at"])),
+                # bm25 is lower-is-better and negative; flip it so a bigger score is a better match.
+                "score": round(-float(r["rank"]), 6),
+            }
+            for r in rows
+        ]
+
+
+def _split_sql(script: str) -> list[str]:
+    # executescript() would COMMIT our transaction; run the statements one by one instead.
+    statements: list[str] = []
+    for chunk in script.split(";"):
+        lines = [ln for ln in chunk.splitlines() if not ln.strip().startswith("--")]
+        stmt = "\n".join(lines).strip()
+        if stmt:
+            statements.append(stmt)
+    return statements
+
+
+_stores: dict[Path, MemoryStore] = {}
+_stores_lock = threading.Lock()
+
+
+def memory_db_path(data_dir: Path) -> Path:
+    return data_dir / "memory.sqlite3"
+
+
+def open_store(data_dir: Path) -> MemoryStore:
+    """The process-wide store for `<data_dir>/memory.sqlite3`, opened on first use (blocking; call off the loop)."""
+    path = memory_db_path(data_dir).resolve()
+    with _stores_lock:
+        store = _stores.get(path)
+        if store is None:
+            store = _stores[path] = MemoryStore(path)
+        return store
+
+
+def close_all_stores() -> None:
+    with _stores_lock:
+        for store in _stores.values():
+            store.close()
+        _stores.clear()

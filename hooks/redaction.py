@@ -1,0 +1,132 @@
+"""Secret detection and redaction shared by the built-in hooks, the memory store and the sidecar's logs and tracking."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Every pattern is a run of one character class after a fixed prefix, so matching
+# is linear in the input: nothing here can backtrack catastrophically.
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("anthropic-api-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
+    ("openai-api-key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9]{32,}")),
+    ("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
+    ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}")),
+    ("github-pat", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}")),
+    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}")),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+    ("stripe-key", re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{16,}")),
+    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+    ("bearer-token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9_\-.=+/]{20,}")),
+    ("url-credentials", re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://([^\s/:@]{1,64}:[^\s/@]{3,128})@")),
+    # `password = "hunter22"`, `API_KEY: abc...`: a secret-looking name, an
+    # assignment, then a value. The name is bounded so the scan stays linear.
+    (
+        "assigned-secret",
+        re.compile(
+            r"(?i)\b[A-Za-z0-9_]{0,40}(?:api[_-]?key|secret|token|passw(?:or)?d|passwd|auth[_-]?key|access[_-]?key)"
+            r"[\"']?\s{0,3}[:=]\s{0,3}[\"']?([^\s\"',;()\[\]{}<>$]{8,})"
+        ),
+    ),
+)
+
+_KEY_BEGIN = "-----BEGIN "
+_KEY_END = "-----END "
+_PRIVATE_KEY = "PRIVATE KEY-----"
+
+
+@dataclass(slots=True, frozen=True)
+class Finding:
+    """One secret found in a text: what kind, and where (half-open character span)."""
+
+    kind: str
+    start: int
+    end: int
+    preview: str  # the first four characters then an ellipsis; never the secret itself
+
+
+def _private_key_blocks(text: str) -> list[Finding]:
+    # A scanner instead of a `BEGIN[\s\S]*?END` regex: str.find keeps it linear
+    # even with many unmatched BEGIN lines.
+    found: list[Finding] = []
+    pos = 0
+    while True:
+        begin = text.find(_KEY_BEGIN, pos)
+        if begin < 0:
+            return found
+        header_end = text.find("\n", begin)
+        header = text[begin : header_end if header_end >= 0 else len(text)]
+        if _PRIVATE_KEY not in header:
+            pos = begin + len(_KEY_BEGIN)
+            continue
+        end = text.find(_KEY_END, begin + len(_KEY_BEGIN))
+        if end < 0:
+            # An unterminated key is still a key: redact to the end of the text.
+            found.append(Finding("private-key", begin, len(text), text[begin : begin + 4] + "…"))
+            return found
+        close = text.find("-----", end + len(_KEY_END))
+        stop = close + 5 if close >= 0 else len(text)
+        found.append(Finding("private-key", begin, stop, text[begin : begin + 4] + "…"))
+        pos = stop
+
+
+def _looks_like_secret_value(value: str) -> bool:
+    # Code such as `token = self.current_token` or `password: required` is not
+    # a secret; a credential mixes letters with digits or is long and dense.
+    if "." in value and value.replace(".", "").replace("_", "").isalpha():
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    return (has_digit and has_alpha) or len(value) >= 20
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """Every secret-looking span in `text`, sorted by position, overlaps merged into the earliest finding."""
+    if not text:
+        return []
+    raw = _private_key_blocks(text)
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            if kind == "assigned-secret" and not _looks_like_secret_value(m.group(1)):
+                continue
+            # For assignments only the value is secret; the name stays readable.
+            start, end = (m.start(1), m.end(1)) if m.lastindex else (m.start(), m.end())
+            raw.append(Finding(kind, start, end, text[start : start + 4] + "…"))
+    raw.sort(key=lambda f: (f.start, -f.end))
+    merged: list[Finding] = []
+    for f in raw:
+        if merged and f.start < merged[-1].end:
+            last = merged[-1]
+            if f.end > last.end:
+                merged[-1] = Finding(last.kind, last.start, f.end, last.preview)
+            continue
+        merged.append(f)
+    return merged
+
+
+def redact(text: str) -> str:
+    """`text` with every detected secret replaced by `[REDACTED:<kind>]`."""
+    findings = find_secrets(text)
+    if not findings:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for f in findings:
+        parts.append(text[pos : f.start])
+        parts.append(f"[REDACTED:{f.kind}]")
+        pos = f.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def redact_value(value: object) -> object:
+    """A JSON-like value (dicts, lists, strings) with every string redacted; other leaves unchanged."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v) for v in value]
+    return value
