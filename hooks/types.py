@@ -185,6 +185,11 @@ class ExecutionReport:
 ProgressFn = Callable[[Literal["stdout", "stderr"], str], Awaitable[None]]
 
 
+async def no_progress(stream: str, line: str) -> None:
+    """The ProgressFn given when nobody observes: executors may skip line splitting when `call.progress is no_progress`."""
+    return None
+
+
 @dataclass(slots=True)
 class HookCall:
     """Everything an executor needs to run one hook once."""
@@ -277,3 +282,9 @@ class AggregateResult:
     @property
     def blocked(self) -> bool:
         return self.decision in ("deny", "block")
+
+    def to_hook_json(self) -> dict[str, Any]:
+        """This answer in Claude Code's hook output JSON (what the SDK callback returns)."""
+        from hooks.aggregate import to_hook_json  # the aggregate module imports this one
+
+        return to_hook_json(self)

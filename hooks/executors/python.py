@@ -1,0 +1,225 @@
+"""The python executor: `.py` hooks run in warm, long-lived launcher processes that import the module once and call its `run(payload)`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from hooks.executors._capture import Capture
+from hooks.executors.command import KILL_GRACE_S, hook_env
+from hooks.interpret import coerce_output, parse_stdout
+from hooks.payload import encode_payload
+from hooks.types import ExecutionReport, HookCall, no_progress
+
+CHILD_SCRIPT = Path(__file__).resolve().parent.parent / "launcher" / "child.py"
+MAX_LAUNCHERS = 4  # advisory events run hooks concurrently; one launcher runs one hook at a time
+_REPLY_LIMIT = 16 * 1024 * 1024
+
+
+def launcher_python() -> str:
+    """`ORION_HOOK_PYTHON` when set (e.g. a project venv's interpreter), else the sidecar's own interpreter."""
+    return os.environ.get("ORION_HOOK_PYTHON") or sys.executable
+
+
+class LauncherDied(Exception):
+    """The launcher process exited (crash, os._exit, segfault) while running a hook."""
+
+
+class _Launcher:
+    """One child process speaking line-delimited JSON on its stdin/stdout, in its own process group."""
+
+    __slots__ = ("proc", "next_id")
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.next_id = 0
+
+    @classmethod
+    async def spawn(cls, python: str) -> _Launcher:
+        proc = await asyncio.create_subprocess_exec(
+            python,
+            "-u",
+            str(CHILD_SCRIPT),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=_REPLY_LIMIT,
+        )
+        return cls(proc)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.returncode is None
+
+    async def request(self, head: dict[str, Any], payload_json: bytes) -> dict[str, Any]:
+        self.next_id += 1
+        head = {"id": self.next_id, **head}
+        line = json.dumps(head)[:-1].encode() + b',"payload":' + payload_json + b"}\n"
+        assert self.proc.stdin and self.proc.stdout
+        try:
+            self.proc.stdin.write(line)
+            await self.proc.stdin.drain()
+            reply = await self.proc.stdout.readline()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise LauncherDied(f"python launcher pipe broke: {exc}") from None
+        if not reply:
+            code = await self._reap(1.0)
+            raise LauncherDied(f"python launcher exited (code {code}) while running the hook; it will be respawned")
+        return json.loads(reply)
+
+    async def kill(self, grace: float = 0.0) -> None:
+        self._signal(signal.SIGTERM if grace else signal.SIGKILL)
+        if grace:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    await self.proc.wait()
+            self._signal(signal.SIGKILL)
+        await self._reap(grace or 1.0)
+
+    async def close(self) -> None:
+        """Polite stop: EOF on stdin ends the child's loop."""
+        if self.proc.stdin and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):
+                await self.proc.wait()
+                return
+        await self.kill()
+
+    def _signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+    async def _reap(self, timeout: float) -> int | None:
+        self._signal(signal.SIGKILL)  # whatever the hook started dies with the launcher
+        if self.proc.stdin and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                return await self.proc.wait()
+        return self.proc.returncode
+
+
+class PythonExecutor:
+    """Runs `type: "python"` hooks through a small pool of warm launchers (spawned lazily)."""
+
+    def __init__(self, *, python: str | None = None, max_launchers: int = MAX_LAUNCHERS, kill_grace_s: float = KILL_GRACE_S) -> None:
+        self.python = python or launcher_python()
+        self.kill_grace_s = kill_grace_s
+        self._idle: list[_Launcher] = []
+        self._slots = asyncio.Semaphore(max_launchers)
+        self._all: set[_Launcher] = set()
+
+    async def warm(self) -> None:
+        """Start one launcher ahead of the first Python hook."""
+        if not self._idle:
+            launcher = await _Launcher.spawn(self.python)
+            self._all.add(launcher)
+            self._idle.append(launcher)
+
+    async def _acquire(self) -> _Launcher:
+        await self._slots.acquire()
+        try:
+            while self._idle:
+                launcher = self._idle.pop()
+                if launcher.alive:
+                    return launcher
+                self._all.discard(launcher)
+            launcher = await _Launcher.spawn(self.python)
+            self._all.add(launcher)
+            return launcher
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def _release(self, launcher: _Launcher, healthy: bool) -> None:
+        if healthy and launcher.alive:
+            self._idle.append(launcher)
+        else:
+            self._all.discard(launcher)
+        self._slots.release()
+
+    async def run(self, call: HookCall) -> ExecutionReport:
+        spec = call.hook
+        script = Path(spec.script) if spec.script else Path(spec.config.script)
+        if not script.is_file():
+            return ExecutionReport(status="error", error=f"python hook script {script} does not exist")
+        head = {
+            "script": str(script),
+            "cwd": str(spec.cwd or call.context.project_dir),
+            "env": hook_env(call),
+        }
+        data = encode_payload(call.payload)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + call.timeout_s
+        launcher: _Launcher | None = None
+        healthy = False
+        try:
+            async with asyncio.timeout_at(deadline):
+                launcher = await self._acquire()
+                reply = await launcher.request(head, data)
+            healthy = True
+        except TimeoutError:
+            if launcher is None:
+                return ExecutionReport(status="timeout", error=f"no python launcher became free within {call.timeout_s:g} s")
+            await launcher.kill(self.kill_grace_s)
+            return ExecutionReport(
+                status="timeout", error=f"timed out after {call.timeout_s:g} s; python launcher killed (respawned on next use)"
+            )
+        except LauncherDied as exc:
+            return ExecutionReport(status="error", error=str(exc))
+        except OSError as exc:
+            return ExecutionReport(status="error", error=f"could not start python launcher {self.python}: {exc}")
+        except BaseException:
+            if launcher is not None:
+                await asyncio.shield(launcher.kill())
+            raise
+        finally:
+            if launcher is not None:
+                self._release(launcher, healthy)
+        await _stream(call, reply)
+        return _report(reply)
+
+    async def aclose(self) -> None:
+        launchers, self._all, self._idle = list(self._all), set(), []
+        await asyncio.gather(*(l.close() for l in launchers), return_exceptions=True)
+
+
+def _report(reply: dict[str, Any]) -> ExecutionReport:
+    common: dict[str, Any] = dict(
+        stdout=reply.get("stdout") or "",
+        stderr=reply.get("stderr") or "",
+        stdout_dropped=int(reply.get("stdout_dropped") or 0),
+        stderr_dropped=int(reply.get("stderr_dropped") or 0),
+    )
+    if not reply.get("ok"):
+        return ExecutionReport(status="error", error=reply.get("error") or "hook failed", traceback=reply.get("traceback"), **common)
+    code = int(reply.get("exit_code") or 0)
+    if code == 2:
+        return ExecutionReport(status="ok", exit_code=2, blocking_error=True, **common)
+    if code != 0:
+        return ExecutionReport(status="ok", exit_code=code, **common)
+    result = reply.get("result")
+    # run() may return its answer or print it, exactly as a command hook would
+    output, text, error = coerce_output(result) if result is not None else parse_stdout(common["stdout"])
+    if error:
+        return ExecutionReport(status="error", exit_code=0, error=error, **common)
+    return ExecutionReport(status="ok", exit_code=0, output=output, text=text, **common)
+
+
+async def _stream(call: HookCall, reply: dict[str, Any]) -> None:
+    if call.progress is no_progress:
+        return
+    for name in ("stdout", "stderr"):
+        cap = Capture(True)
+        cap.feed((reply.get(name) or "").encode())
+        cap.finish()
+        for line in cap.take_lines():
+            with contextlib.suppress(Exception):
+                await call.progress(name, line)  # type: ignore[arg-type]

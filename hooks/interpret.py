@@ -1,0 +1,161 @@
+"""What an execution means: hook stdout parsed as Claude Code parses it, and raw facts turned into an outcome and a decision."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from hooks.types import BLOCKING_EVENTS, ExecutionReport, HookOutput, HookResult
+
+# Events whose stdout (exit 0, not JSON) becomes context for the model, as in Claude Code.
+TEXT_CONTEXT_EVENTS = frozenset({"UserPromptSubmit", "SessionStart"})
+PERMISSION_EVENTS = frozenset({"PreToolUse", "PermissionRequest"})
+STOP_EVENTS = frozenset({"Stop", "SubagentStop"})
+
+
+def parse_stdout(stdout: str) -> tuple[HookOutput | None, str | None, str | None]:
+    """(output, text, error): JSON when stdout starts with `{` (as the CLI does), plain text otherwise."""
+    stripped = stdout.strip()
+    if not stripped:
+        return None, None, None
+    if not stripped.startswith("{"):
+        return None, stripped, None
+    try:
+        return HookOutput.model_validate(json.loads(stripped)), None, None
+    except json.JSONDecodeError as exc:
+        return None, None, f"hook printed invalid JSON on stdout: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except ValidationError as exc:
+        return None, None, f"hook output does not match the hook output schema: {_short(exc)}"
+
+
+def coerce_output(value: Any) -> tuple[HookOutput | None, str | None, str | None]:
+    """A Python hook's return value: HookOutput, dict, str (plain output) or None."""
+    if value is None:
+        return None, None, None
+    if isinstance(value, HookOutput):
+        return value, None, None
+    if isinstance(value, dict):
+        try:
+            return HookOutput.model_validate(value), None, None
+        except ValidationError as exc:
+            return None, None, f"hook returned a dict that does not match the hook output schema: {_short(exc)}"
+    if isinstance(value, str):
+        return parse_stdout(value)
+    return None, None, f"hook returned {type(value).__name__}; expected a dict, HookOutput, str or None"
+
+
+def _short(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+
+
+def decision_of(result: HookResult, event: str) -> tuple[str | None, str | None]:
+    """The decision this one result asks for ("allow" | "ask" | "defer" | "deny" | "block" | None) and its reason."""
+    deny_word = "deny" if event in PERMISSION_EVENTS else "block"
+    if result.outcome in ("error", "timeout") and result.fail_closed:
+        return deny_word, f"hook {result.hook_name!r} failed and is fail-closed: {result.error or result.outcome}"
+    if result.outcome not in ("success", "blocked"):
+        return None, None
+    if result.outcome == "blocked" and result.output is None:
+        # exit 2 (or an evaluator's {"ok": false}): stderr is the reason
+        return deny_word, (result.stderr.strip() or result.text or f"blocked by hook {result.hook_name!r}")
+    out = result.output
+    if out is None:
+        return None, None
+    hso = out.hookSpecificOutput
+    if event in PERMISSION_EVENTS:
+        if hso is not None:
+            if hso.permissionDecision:
+                return hso.permissionDecision, hso.permissionDecisionReason or out.reason
+            behaviour = _permission_request_decision(hso)
+            if behaviour is not None:
+                return behaviour
+        if out.decision == "block":
+            return "deny", out.reason
+        if out.decision == "approve":
+            return "allow", out.reason
+        return None, None
+    if out.decision == "block":
+        return "block", out.reason or f"blocked by hook {result.hook_name!r}"
+    return None, None
+
+
+def _permission_request_decision(hso: Any) -> tuple[str, str | None] | None:
+    extra = hso.model_extra or {}
+    decision = extra.get("decision")
+    if isinstance(decision, dict) and decision.get("behavior") in ("allow", "deny"):
+        return decision["behavior"], decision.get("message")
+    return None
+
+
+def updated_input_of(result: HookResult) -> dict[str, Any] | None:
+    out = result.output
+    if out is None or out.hookSpecificOutput is None or result.outcome != "success":
+        return None
+    hso = out.hookSpecificOutput
+    if hso.updatedInput is not None:
+        return hso.updatedInput
+    decision = (hso.model_extra or {}).get("decision")
+    if isinstance(decision, dict) and isinstance(decision.get("updatedInput"), dict):
+        return decision["updatedInput"]
+    return None
+
+
+def context_of(result: HookResult, event: str) -> str | None:
+    if result.outcome not in ("success", "blocked"):
+        return None
+    if result.output is not None and result.output.hookSpecificOutput is not None:
+        ctx = result.output.hookSpecificOutput.additionalContext
+        if ctx:
+            return ctx
+    if result.output is None and result.text and event in TEXT_CONTEXT_EVENTS and result.exit_code in (0, None):
+        return result.text
+    return None
+
+
+def make_result(spec: Any, event: str, report: ExecutionReport, execution_id: str, duration_ms: float) -> HookResult:
+    """Interpret one report with Claude Code's exit-code and JSON semantics."""
+    result = HookResult(
+        execution_id=execution_id,
+        hook_id=spec.id,
+        hook_name=spec.name,
+        hook_type=spec.type,
+        source=spec.source,
+        event=event,
+        outcome="success",
+        duration_ms=duration_ms,
+        exit_code=report.exit_code,
+        output=report.output,
+        text=report.text,
+        stdout=report.stdout,
+        stderr=report.stderr,
+        error=report.error,
+        traceback=report.traceback,
+        fail_closed=spec.fail_closed,
+        background=spec.run_async,
+    )
+    if report.status != "ok":
+        result.outcome = report.status
+        result.output = None
+        if result.error is None:
+            result.error = "timed out" if report.status == "timeout" else report.status
+        return result
+    if report.blocking_error:
+        # A JSON "allow" cannot override exit 2: the CLI ignores stdout then, and so do we.
+        result.output = None
+        if event in BLOCKING_EVENTS:
+            result.outcome = "blocked"
+        else:
+            result.outcome = "error"
+            result.error = report.stderr.strip() or "hook exited with code 2"
+        return result
+    if report.exit_code not in (0, None):
+        result.outcome = "error"
+        result.output = None
+        result.error = result.error or report.stderr.strip()[:4000] or f"hook exited with code {report.exit_code}"
+        return result
+    decision, _ = decision_of(result, event)
+    if decision in ("deny", "block"):
+        result.outcome = "blocked"
+    return result

@@ -1,0 +1,51 @@
+"""Where the hook engine keeps its files: data directory, user settings path, and the session-id check guarding both."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from hooks.errors import InvalidSessionId
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+def data_dir() -> Path:
+    """`ORION_DATA_DIR`, else `$XDG_DATA_HOME/orion`, else `~/.local/share/orion`."""
+    explicit = os.environ.get("ORION_DATA_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_DATA_HOME")
+    if xdg:
+        return Path(xdg) / "orion"
+    return Path.home() / ".local" / "share" / "orion"
+
+
+def user_settings_path() -> Path:
+    """`ORION_USER_SETTINGS`, else `$XDG_CONFIG_HOME/orion/settings.json`, else `~/.config/orion/settings.json`."""
+    explicit = os.environ.get("ORION_USER_SETTINGS")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg:
+        return Path(xdg) / "orion" / "settings.json"
+    return Path.home() / ".config" / "orion" / "settings.json"
+
+
+def validate_session_id(session_id: str) -> str:
+    """Return the id unchanged, or raise InvalidSessionId: ids become path components, so `..` and `/` must never get through."""
+    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+        raise InvalidSessionId(f"invalid session id {session_id!r}: must match ^[A-Za-z0-9_-]{{1,128}}$")
+    return session_id
+
+
+def project_key(project_dir: Path) -> str:
+    """The canonical string a project is known by (trust store key)."""
+    return str(Path(project_dir).expanduser().resolve())
+
+
+def project_hash(project_dir: Path) -> str:
+    """A short, non-reversible project id for analytics (no paths leave the machine in readable form)."""
+    return hashlib.sha256(project_key(project_dir).encode()).hexdigest()[:16]

@@ -1,0 +1,340 @@
+"""HookRunner: select the hooks an event reaches, run them (chained, concurrent or in the background), observe and track every execution, aggregate one answer."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from hooks.aggregate import aggregate
+from hooks.executors.callable import CallableExecutor
+from hooks.executors.command import KILL_GRACE_S, CommandExecutor
+from hooks.executors.python import PythonExecutor
+from hooks.hookset import HookSet, HookSpec
+from hooks.interpret import STOP_EVENTS, decision_of, make_result, updated_input_of
+from hooks.matchers import match_target
+from hooks.paths import data_dir as default_data_dir
+from hooks.paths import project_hash, validate_session_id
+from hooks.tracking import TrackingWriter, _tracking_record, now_iso
+from hooks.types import (
+    BLOCKING_EVENTS,
+    AggregateResult,
+    ExecutionReport,
+    HookCall,
+    HookContext,
+    HookExecutor,
+    HookObserver,
+    HookProgress,
+    HookResult,
+    HookStarted,
+    SessionContext,
+    no_progress,
+)
+
+log = logging.getLogger("hooks")
+
+BACKGROUND_GRACE_S = 2.0  # how long aclose() lets `async: true` hooks finish
+_SLACK_S = 0.5  # interpretation, observer and tracking on top of a hook's own timeout
+# Extra time a hook can take past its timeout before it is reaped (process kill grace).
+_KILL_GRACE = {"command": KILL_GRACE_S, "python": KILL_GRACE_S}
+
+
+class HookRunner:
+    """Runs the hooks of one HookSet. `executors` maps a hook type to its executor; add more by assignment."""
+
+    def __init__(
+        self,
+        hookset: HookSet,
+        observer: HookObserver | None = None,
+        *,
+        executors: dict[str, HookExecutor] | None = None,
+        data_dir: Path | None = None,
+    ) -> None:
+        self.hookset = hookset
+        self.observer = observer
+        self.executors: dict[str, HookExecutor] = {
+            "command": CommandExecutor(),
+            "python": PythonExecutor(),
+            "callable": CallableExecutor(),
+        }
+        if executors:
+            self.executors.update(executors)
+        self.data_dir = Path(data_dir) if data_dir else None
+        self._tracker = TrackingWriter()
+        self._background: set[asyncio.Task[HookResult]] = set()
+        self._prefix = os.urandom(4).hex()
+        self._seq = itertools.count(1)
+        self._track_paths: dict[tuple[str, Path | None], tuple[Path, Path, str]] = {}
+        self._debug = os.environ.get("HOOK_DEBUG") == "1"
+        if self._debug:
+            _enable_debug_logging()
+
+    # ------------------------------------------------------------------ public
+
+    def reload(self) -> HookSet:
+        """Re-read the settings files; later fires use the new set."""
+        self.hookset = self.hookset.reload()
+        return self.hookset
+
+    def budget_s(self, event: str) -> float:
+        """The longest fire(event) can take: sum (blocking) or max (advisory) of timeouts plus kill grace."""
+        spans = [s.timeout_s + _KILL_GRACE.get(s.type, 0.0) + _SLACK_S for s in self.hookset.active_for(event) if not s.run_async]
+        if not spans:
+            return _SLACK_S
+        return (sum(spans) if event in BLOCKING_EVENTS else max(spans)) + _SLACK_S
+
+    async def fire(
+        self, event: str, payload: dict[str, Any], session: SessionContext, *, tool_use_id: str | None = None
+    ) -> AggregateResult:
+        validate_session_id(session.session_id)
+        specs = self._select(event, payload, session)
+        if not specs:
+            return AggregateResult(event=event)
+        payload = _complete(event, payload, session, tool_use_id)
+        if self._debug:
+            log.debug("fire %s session=%s hooks=%s", event, session.session_id, [s.name for s in specs])
+        foreground = []
+        for spec in specs:
+            if spec.run_async:
+                self._start_background(spec, event, payload, session, tool_use_id)
+            else:
+                foreground.append(spec)
+        if not foreground:
+            results: list[HookResult] = []
+        elif event in BLOCKING_EVENTS:
+            results = await self._chain(foreground, event, payload, session, tool_use_id)
+        elif len(foreground) == 1:
+            results = [await self._execute(foreground[0], event, payload, session, tool_use_id)]
+        else:
+            results = list(
+                await asyncio.gather(*(self._execute(s, event, payload, session, tool_use_id) for s in foreground))
+            )
+        agg = aggregate(event, results)
+        if self._debug:
+            log.debug("aggregate %s decision=%s reason=%s", event, agg.decision, agg.reason)
+        return agg
+
+    async def aclose(self) -> None:
+        """Let background hooks finish (short grace), kill leftovers, stop the python launchers, flush tracking."""
+        pending = [t for t in self._background if not t.done()]
+        if pending:
+            _done, still = await asyncio.wait(pending, timeout=BACKGROUND_GRACE_S)
+            for task in still:
+                task.cancel()
+            if still:
+                await asyncio.wait(still, timeout=KILL_GRACE_S + 1.0)
+        for executor in self.executors.values():
+            closer = getattr(executor, "aclose", None)
+            if closer is not None:
+                try:
+                    await closer()
+                except Exception:
+                    log.exception("closing executor %r failed", executor)
+        await asyncio.to_thread(self._tracker.close)
+
+    async def flush_tracking(self) -> None:
+        await asyncio.to_thread(self._tracker.flush)
+
+    # ------------------------------------------------------------------ selection and order
+
+    def _select(self, event: str, payload: dict[str, Any], session: SessionContext) -> list[HookSpec]:
+        candidates = self.hookset.active_for(event)
+        if not candidates:
+            return candidates
+        target = match_target(event, payload)
+        chosen: list[HookSpec] = []
+        seen: set[tuple[str, ...]] = set()
+        for spec in candidates:
+            if target is not None and not spec.match(target):  # type: ignore[misc]
+                continue
+            if spec.scope == "agent" and session.agent_type != spec.scope_value:
+                continue
+            if spec.scope == "skill" and session.skill != spec.scope_value:
+                continue
+            if spec.dedupe_key is not None:
+                if spec.dedupe_key in seen:
+                    continue  # identical command hooks run once, as in Claude Code
+                seen.add(spec.dedupe_key)
+            chosen.append(spec)
+        return chosen
+
+    async def _chain(
+        self, specs: list[HookSpec], event: str, payload: dict[str, Any], session: SessionContext, tool_use_id: str | None
+    ) -> list[HookResult]:
+        # Loop guard: Claude Code sets stop_hook_active on the Stop that follows a blocked Stop.
+        loop_guard = event in STOP_EVENTS and payload.get("stop_hook_active") is True
+        results = []
+        current = payload
+        for spec in specs:
+            result = await self._execute(spec, event, current, session, tool_use_id)
+            results.append(result)
+            decision, _ = decision_of(result, event)
+            if decision in ("deny", "block"):
+                if loop_guard:
+                    result.enforced = False
+                    continue
+                break
+            updated = updated_input_of(result)
+            if updated is not None and "tool_input" in current:
+                current = {**current, "tool_input": updated}
+            if result.output is not None and result.output.continue_ is False:
+                break
+        return results
+
+    def _start_background(
+        self, spec: HookSpec, event: str, payload: dict[str, Any], session: SessionContext, tool_use_id: str | None
+    ) -> None:
+        task = asyncio.get_running_loop().create_task(self._execute(spec, event, payload, session, tool_use_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ------------------------------------------------------------------ one execution
+
+    async def _execute(
+        self, spec: HookSpec, event: str, payload: dict[str, Any], session: SessionContext, tool_use_id: str | None
+    ) -> HookResult:
+        execution_id = f"{self._prefix}-{next(self._seq)}"
+        loop = asyncio.get_running_loop()
+        ctx = HookContext(
+            session=session,
+            event=event,
+            hook_name=spec.name,
+            execution_id=execution_id,
+            tool_use_id=tool_use_id,
+            deadline=loop.time() + spec.timeout_s,
+            log=spec.log or log,
+        )
+        observer = self.observer
+        progress = no_progress
+        if observer is not None:
+            await self._notify(
+                observer.on_started,
+                HookStarted(execution_id, spec.id, spec.name, spec.type, spec.source, event, session.session_id, tool_use_id),
+            )
+            progress = _Progress(self, observer, execution_id, spec.name, event, session.session_id)
+        if self._debug:
+            log.debug("start %s %s (%s, %s, timeout %gs)", execution_id, spec.name, spec.type, spec.source, spec.timeout_s)
+        executor = self.executors.get(spec.type)
+        started = time.perf_counter()
+        fail_open = False
+        try:
+            if executor is None:
+                report = ExecutionReport(status="error", error=f"no executor for type {spec.type}")
+                fail_open = True
+            else:
+                report = await executor.run(HookCall(spec, event, payload, ctx, spec.timeout_s, progress))
+        except asyncio.CancelledError:
+            result = make_result(spec, event, ExecutionReport(status="cancelled", error="cancelled"), execution_id,
+                                 (time.perf_counter() - started) * 1000)
+            self._finish_cancelled(result, session)
+            raise
+        except Exception as exc:  # an executor bug fails this hook only
+            report = ExecutionReport(status="error", error=f"executor failed: {type(exc).__name__}: {exc}",
+                                     traceback=traceback.format_exc())
+        result = make_result(spec, event, report, execution_id, (time.perf_counter() - started) * 1000)
+        if fail_open:
+            result.fail_closed = False
+        if result.outcome != "success" and result.error:
+            log.warning("hook %r (%s) on %s: %s: %s", spec.name, spec.type, event, result.outcome, result.error)
+        elif self._debug:
+            log.debug("done %s %s outcome=%s exit=%s %.2fms", execution_id, spec.name, result.outcome, result.exit_code, result.duration_ms)
+        if observer is not None:
+            await self._notify(observer.on_response, result, session.session_id)
+        self._track(result, session)
+        return result
+
+    def _finish_cancelled(self, result: HookResult, session: SessionContext) -> None:
+        self._track(result, session)
+        observer = self.observer
+        if observer is not None:
+            # The caller is being cancelled; report on a task of its own so the response is still delivered.
+            task = asyncio.get_running_loop().create_task(self._notify(observer.on_response, result, session.session_id))
+            self._background.add(task)  # type: ignore[arg-type]
+            task.add_done_callback(self._background.discard)  # type: ignore[arg-type]
+
+    async def _notify(self, method: Any, *args: Any) -> None:
+        try:
+            await method(*args)
+        except Exception:  # an observer bug must not change what hooks decide
+            log.exception("hook observer %s failed", getattr(method, "__name__", method))
+
+    # ------------------------------------------------------------------ tracking
+
+    def _track(self, result: HookResult, session: SessionContext) -> None:
+        try:
+            key = (session.session_id, session.data_dir)
+            paths = self._track_paths.get(key)
+            if paths is None:
+                root = self.data_dir or session.data_dir or default_data_dir()
+                paths = (
+                    root / "sessions" / session.session_id / "events.jsonl",
+                    root / "analytics" / "hook-timing.jsonl",
+                    project_hash(session.project_dir),
+                )
+                self._track_paths[key] = paths
+            events_path, timing_path, project = paths
+            record = _tracking_record(result)
+            ts = now_iso()
+            self._tracker.write(events_path, {"ts": ts, "sessionId": session.session_id, **record})
+            self._tracker.write(
+                timing_path,
+                {
+                    "ts": ts,
+                    "name": record["name"],
+                    "event": record["event"],
+                    "durationMs": record["durationMs"],
+                    "outcome": record["outcome"],
+                    "project": project,
+                },
+            )
+        except Exception:
+            log.exception("tracking failed for %s", result.execution_id)
+
+
+class _Progress:
+    """The ProgressFn handed to an executor when someone observes: one HookProgress per line."""
+
+    __slots__ = ("runner", "observer", "execution_id", "hook_name", "event", "session_id")
+
+    def __init__(self, runner: HookRunner, observer: HookObserver, execution_id: str, hook_name: str, event: str, session_id: str) -> None:
+        self.runner = runner
+        self.observer = observer
+        self.execution_id = execution_id
+        self.hook_name = hook_name
+        self.event = event
+        self.session_id = session_id
+
+    async def __call__(self, stream: str, line: str) -> None:
+        await self.runner._notify(
+            self.observer.on_progress,
+            HookProgress(self.execution_id, self.hook_name, self.event, self.session_id, stream, line),  # type: ignore[arg-type]
+        )
+
+
+def _complete(event: str, payload: dict[str, Any], session: SessionContext, tool_use_id: str | None) -> dict[str, Any]:
+    """Fill the keys every CLI payload has when the caller left them out (e.g. `python -m hooks test`)."""
+    missing: dict[str, Any] = {}
+    if "hook_event_name" not in payload:
+        missing["hook_event_name"] = event
+    if "session_id" not in payload:
+        missing["session_id"] = session.session_id
+    if "cwd" not in payload:
+        missing["cwd"] = str(session.project_dir)
+    if tool_use_id is not None and "tool_use_id" not in payload:
+        missing["tool_use_id"] = tool_use_id
+    return {**payload, **missing} if missing else payload
+
+
+def _enable_debug_logging() -> None:
+    if not any(getattr(h, "_orion_debug", False) for h in log.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        handler._orion_debug = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
+    log.setLevel(logging.DEBUG)

@@ -1,0 +1,102 @@
+"""Settings sources: which files are read, in which documented order, and reading each one without ever raising."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hooks.config import ParsedSettings, parse_settings
+from hooks.paths import user_settings_path
+
+BUILTIN_SETTINGS = Path(__file__).with_name("builtin_settings.json")
+
+# Hook lists concatenate in this order; programmatic hooks come after all of them.
+SOURCE_ORDER = ("builtin", "user", "vault", "project", "local")
+
+
+@dataclass(slots=True, frozen=True)
+class SourcePaths:
+    """Where every settings source of one project lives."""
+
+    project_dir: Path
+    builtin: Path
+    user: Path
+    vault: Path | None  # <vault>/.orion/settings.json when a vault was given
+    project: Path
+    local: Path
+    overrides: Path
+
+    @classmethod
+    def for_project(
+        cls,
+        project_dir: Path,
+        vault_dir: Path | None = None,
+        *,
+        builtin_settings: Path | None = None,
+        user_settings: Path | None = None,
+    ) -> SourcePaths:
+        project_dir = Path(project_dir).expanduser().resolve()
+        claude = project_dir / ".claude"
+        return cls(
+            project_dir=project_dir,
+            builtin=Path(builtin_settings) if builtin_settings else BUILTIN_SETTINGS,
+            user=Path(user_settings) if user_settings else user_settings_path(),
+            vault=(Path(vault_dir).expanduser() / ".orion" / "settings.json") if vault_dir else None,
+            project=claude / "settings.json",
+            local=claude / "settings.local.json",
+            overrides=claude / "hook-overrides.json",
+        )
+
+    @property
+    def hooks_dir(self) -> Path:
+        return self.project_dir / ".claude" / "hooks"
+
+    def ordered(self) -> list[tuple[str, Path]]:
+        files = [("builtin", self.builtin), ("user", self.user)]
+        if self.vault is not None:
+            files.append(("vault", self.vault))
+        files += [("project", self.project), ("local", self.local)]
+        return files
+
+
+def read_json(path: Path) -> tuple[Any, str | None, bool]:
+    """(document, error, exists); a missing file is not an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None, False
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{path}: cannot read: {exc}", True
+    if not text.strip():
+        return {}, None, True
+    try:
+        return json.loads(text), None, True
+    except json.JSONDecodeError as exc:
+        return None, f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); file skipped", True
+
+
+def read_settings(kind: str, path: Path, hooks_dir: Path) -> ParsedSettings:
+    data, error, exists = read_json(path)
+    if error:
+        out = ParsedSettings(file=path, exists=exists)
+        out.errors.append(error)
+        return out
+    if not exists:
+        return ParsedSettings(file=path, exists=False)
+    # Only project-side legacy entries resolve bare script names in <project>/.claude/hooks.
+    return parse_settings(data, path, hooks_dir=hooks_dir if kind in ("project", "local") else None)
+
+
+def read_overrides(path: Path) -> tuple[frozenset[str], list[str]]:
+    """Names disabled by `<project>/.claude/hook-overrides.json` `{"disabled": [names]}`, plus problems found."""
+    data, error, exists = read_json(path)
+    if error:
+        return frozenset(), [error]
+    if not exists:
+        return frozenset(), []
+    disabled = data.get("disabled", []) if isinstance(data, dict) else None
+    if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
+        return frozenset(), [f"{path}: $.disabled: expected a list of hook names; overrides ignored"]
+    return frozenset(disabled), []

@@ -1,0 +1,107 @@
+"""Tracking files: one JSON line per execution in the session's events.jsonl and in analytics/hook-timing.jsonl, appended off the event loop."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from hooks.types import HookResult
+
+log = logging.getLogger("hooks.tracking")
+
+
+def _tracking_record(result: HookResult) -> dict[str, Any]:
+    """The one place an execution becomes a tracking record (a future secret filter hooks in here)."""
+    return {
+        "executionId": result.execution_id,
+        "hookId": result.hook_id,
+        "name": result.hook_name,
+        "type": result.hook_type,
+        "source": result.source,
+        "event": result.event,
+        "outcome": result.outcome,
+        "durationMs": round(result.duration_ms, 3),
+        "exitCode": result.exit_code,
+        "error": result.error,
+        "background": result.background,
+        "enforced": result.enforced,
+    }
+
+
+class TrackingWriter:
+    """Appends JSON lines from a daemon thread; writing never blocks the loop and a failure is logged, never raised."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Path, dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def write(self, path: Path, record: dict[str, Any]) -> None:
+        if self._thread is None:
+            self._start()
+        self._queue.put((path, record))
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="hooks-tracking", daemon=True)
+                self._thread.start()
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Block until everything queued so far is on disk (call from a worker thread in async code)."""
+        if self._thread is None:
+            return True
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        if self._thread is None:
+            return
+        self.flush(timeout)
+        self._queue.put(None)
+        self._thread.join(timeout)
+        self._thread = None
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            batch: dict[Path, list[str]] = {}
+            waiters: list[threading.Event] = []
+            stop = False
+            while True:
+                if item is None:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    waiters.append(item)
+                else:
+                    path, record = item
+                    try:
+                        batch.setdefault(path, []).append(json.dumps(record, default=str, ensure_ascii=False))
+                    except Exception as exc:  # a record that cannot be encoded is dropped, loudly
+                        log.warning("tracking record dropped: %s", exc)
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            for path, lines in batch.items():
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with path.open("a", encoding="utf-8") as fh:
+                        fh.write("\n".join(lines) + "\n")
+                except OSError as exc:
+                    log.warning("cannot append to %s: %s", path, exc)
+            for waiter in waiters:
+                waiter.set()
+            if stop:
+                return
+
+
+def now_iso() -> str:
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
