@@ -16,6 +16,7 @@ import re
 import signal
 import time
 import uuid
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,7 +215,10 @@ class AgentSession:
         if self._client is not None:
             return
         client = ClaudeSDKClient(self.build_options())
-        await client.connect()
+        with warnings.catch_warnings():
+            # We register can_use_tool and allowed_tools together on purpose: allowed tools skip the ask.
+            warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
+            await client.connect()
         self._client = client
         # Private SDK attribute, read only to verify and, if need be, finish the CLI's exit in close().
         process = getattr(getattr(client, "_transport", None), "_process", None)

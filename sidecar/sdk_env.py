@@ -58,6 +58,18 @@ def resolve_scenario(name_or_path: str) -> Path:
     raise ScenarioNotFound(f"scenario {name_or_path!r} not found (looked in {searched} and as a path)")
 
 
+def offline_env(base_url: str, home: Path) -> dict[str, str]:
+    """The CLI's environment for a local Messages API at ``base_url``, with a throwaway HOME (created)."""
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    return {
+        **OFFLINE_ENV,
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "scripted-model-offline",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+    }
+
+
 def build_model_env(
     model: str | None, data_dir: Path, session_id: str
 ) -> tuple[dict[str, str], str | None, ScriptedModelServer | None]:
@@ -71,16 +83,7 @@ def build_model_env(
         url = get_or_start(scenario)
         # One CLI home per session: the CLI writes ~/.claude.json and transcripts there, and two
         # sessions rewriting one config file at once is a race we do not need.
-        home = Path(data_dir) / "cli-home" / session_id
-        (home / ".claude").mkdir(parents=True, exist_ok=True)
-        env = {
-            **OFFLINE_ENV,
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "scripted-model-offline",
-            "HOME": str(home),
-            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        }
-        return env, None, shared_server(scenario)
+        return offline_env(url, Path(data_dir) / "cli-home" / session_id), None, shared_server(scenario)
     if not os.environ.get("ANTHROPIC_API_KEY"):
         raise ModelConfigError("no ANTHROPIC_API_KEY: use model 'scripted:<scenario>' (e.g. 'scripted:demo')")
     return {}, (model or None), None
