@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 
 RUN_MARKER_ENV = "ORION_EVALUATOR_RUN"
 _STDERR_LINES_KEPT = 20
-# How long to let killed processes that are not our children vanish before giving up on them.
+# How long to let killed processes stop before giving up on them (SIGKILL takes a few ms).
 _REAP_WAIT_S = 2.0
+_REAP_POLL_S = 0.01
 
 T = TypeVar("T")
 
@@ -78,21 +79,25 @@ def kill_marked_processes(marker: str, since: float) -> list[psutil.Process]:
 
 
 async def wait_gone(victims: list[psutil.Process]) -> None:
-    """Wait (bounded) until killed processes have vanished.
+    """Wait (bounded) until killed processes have stopped running.
 
-    Our direct children are left to the SDK's close(), which reaps them: waiting on them
-    here would steal their exit status from asyncio's child watcher.
+    A zombie counts as gone: it holds nothing but its pid. Nothing is reaped here, since
+    reaping our direct child would steal its exit status from asyncio's child watcher (the
+    SDK's close() reaps the CLI).
     """
-    others = [p for p in victims if _parent_pid(p) != os.getpid()]
-    if others:
-        await anyio.to_thread.run_sync(lambda: psutil.wait_procs(others, timeout=_REAP_WAIT_S))
+    deadline = anyio.current_time() + _REAP_WAIT_S
+    pending = victims
+    while pending and anyio.current_time() < deadline:
+        pending = [p for p in pending if _still_running(p)]
+        if pending:
+            await anyio.sleep(_REAP_POLL_S)
 
 
-def _parent_pid(proc: psutil.Process) -> int | None:
+def _still_running(proc: psutil.Process) -> bool:
     try:
-        return proc.ppid()
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
-        return None
+        return False
 
 
 async def run_with_deadline(marker: str, timeout_s: float, work: Callable[[], Awaitable[T]]) -> T:
