@@ -99,8 +99,9 @@ def find_secrets(text: str) -> list[Finding]:
     for f in raw:
         if merged and f.start < merged[-1].end:
             last = merged[-1]
-            if f.end > last.end:
-                merged[-1] = Finding(last.kind, last.start, f.end, last.preview)
+            # A named kind says more than the generic `name = value` one.
+            kind = f.kind if last.kind == "assigned-secret" else last.kind
+            merged[-1] = Finding(kind, last.start, max(last.end, f.end), last.preview)
             continue
         merged.append(f)
     return merged

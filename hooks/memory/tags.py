@@ -52,10 +52,24 @@ def _tag_at(lower: str, pos: int, names: tuple[str, ...]) -> tuple[str, bool, in
 def strip_tags(text: str, names: tuple[str, ...] = STRIPPED_TAGS, *, max_tags: int = MAX_TAGS) -> str:
     """`text` without any `<name>…</name>` section (nesting-aware); an unclosed section runs to the end.
 
-    One pass over the text: every `<` is examined once and each step moves forward.
+    Removing a section can splice a new tag together (`<priv<private>x</private>ate>`),
+    so passes repeat until nothing changes; every pass removes at least one tag,
+    and all passes together handle at most `max_tags` tags.
     """
-    if "<" not in text:
-        return text
+    budget = max_tags
+    while "<" in text:
+        stripped, used = _strip_pass(text, names, budget)
+        if stripped == text:
+            return text
+        text = stripped
+        budget -= used
+        if budget < 0:
+            return text
+    return text
+
+
+def _strip_pass(text: str, names: tuple[str, ...], max_tags: int) -> tuple[str, int]:
+    """One linear pass: every `<` is examined once and each step moves forward. Returns (text, tags handled)."""
     lower = text.lower()
     out: list[str] = []
     pos = 0  # start of the text not yet copied
@@ -100,7 +114,7 @@ def strip_tags(text: str, names: tuple[str, ...] = STRIPPED_TAGS, *, max_tags: i
         if handled > max_tags or (depth and cursor >= len(text)):
             break
         pos = scan = cursor
-    return "".join(out)
+    return "".join(out), handled
 
 
 def strip_tags_value(value: Any) -> Any:
