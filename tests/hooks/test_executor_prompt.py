@@ -250,3 +250,34 @@ def test_answers_without_one_clear_verdict_are_refused(raw: str) -> None:
 def test_render_prompt_replaces_every_placeholder() -> None:
     rendered = render_prompt("$ARGUMENTS / $ARGUMENTS", {"a": 1})
     assert rendered == '{"a": 1} / {"a": 1}'
+
+
+# --------------------------------------------------------------------------- vault carve-out
+
+
+@pytest.mark.asyncio
+async def test_vault_prompt_hook_runs_while_vault_http_and_agent_hooks_are_dropped(tmp_path: Path) -> None:
+    from hooks.hookset import load_hookset
+
+    vault = tmp_path / "vault"
+    settings = vault / ".orion" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "prompt", "name": "vault-prompt", "prompt": "Refuse deletions. $ARGUMENTS"},
+        {"type": "http", "name": "vault-http", "url": "http://127.0.0.1:9/hook"},
+        {"type": "agent", "name": "vault-agent", "prompt": "Check the repo"},
+    ]}]}}))
+    (tmp_path / "project").mkdir()
+    hookset = load_hookset(tmp_path / "project", vault)
+    by_name = {spec.name: spec for spec in hookset.entries if spec.source == "vault"}
+    listing = {entry["name"]: entry for entry in hookset.to_listing()}
+    for dropped in ("vault-http", "vault-agent"):
+        assert listing[dropped]["state"] == "dropped"
+        assert "only prompt hooks" in listing[dropped]["reason"]
+    prompt_spec = by_name["vault-prompt"]
+    assert prompt_spec.state == "active"
+
+    call = make_call(prompt_hook())
+    call.hook = prompt_spec
+    report = await run(FakeModelClient('{"ok": false, "reason": "deletion"}'), call)
+    assert report.output.hookSpecificOutput.permissionDecision == "deny"
