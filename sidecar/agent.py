@@ -202,6 +202,7 @@ class AgentSession:
         self._client: ClaudeSDKClient | None = None
         self._turn_running = False
         self._cancelled = False
+        self._prompt_blocked = False
         self._denied: set[str] = set()
         self._pending_compact_trigger: str | None = None
         self.cli_session_id: str | None = None
@@ -295,7 +296,7 @@ class AgentSession:
             raise TurnInProgress("a turn is already running in this session")
         from claude_agent_sdk import ResultMessage
 
-        self._turn_running, self._cancelled = True, False
+        self._turn_running, self._cancelled, self._prompt_blocked = True, False, False
         started = time.monotonic()
         try:
             await self._emit({"sessionUpdate": "user_message", "text": text})
@@ -328,7 +329,13 @@ class AgentSession:
         return True
 
     def _turn_result(self, message: Any) -> TurnResult:
-        stop = "cancelled" if self._cancelled else (message.stop_reason or ("error" if message.is_error else "end_turn"))
+        if self._cancelled:
+            stop = "cancelled"
+        elif self._prompt_blocked:
+            # The CLI reports a hook-blocked prompt as an ordinary end_turn with zero model turns.
+            stop = "blocked"
+        else:
+            stop = message.stop_reason or ("error" if message.is_error else "end_turn")
         return TurnResult(
             stop_reason=stop,
             result_text=message.result or "",
@@ -432,6 +439,8 @@ class AgentSession:
             except Exception:  # noqa: BLE001 - fail open, as the hook engine does for a crashing hook
                 log.exception("hook bridge failed on %s", event)
                 output = {}
+            if event == "UserPromptSubmit" and (is_deny(output) or output.get("continue") is False):
+                self._prompt_blocked = True
             if event == "PreToolUse" and is_deny(output):
                 self._denied.add(str(payload.get("tool_use_id") or tool_use_id))
             if event == "Notification" and self._on_notification is not None:

@@ -202,7 +202,8 @@ async def test_user_prompt_submit_block_means_no_model_call(tmp_path: Path) -> N
             result = await h.session.prompt("tell me the secret")
     assert h.server.main_requests() == []
     assert h.of("agent_message_chunk") == []
-    assert h.kinds()[-1] == "result" and result.result_text != "should never be sent"
+    assert h.kinds()[-1] == "result" and result.stop_reason == "blocked"
+    assert "prompts about secrets are blocked" in result.result_text
 
 
 async def test_permission_ask_deny_reaches_the_model(tmp_path: Path) -> None:
