@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from hooks.types import ExecutionReport, HookCall, HookOutput, HookSpecificOutput
+from hooks.types import BLOCKING_EVENTS, ExecutionReport, HookCall, HookOutput, HookSpecificOutput
 
 
 class EvaluationError(Exception):
@@ -158,8 +158,8 @@ def evaluation_report(event: str, evaluation: Evaluation, raw: str) -> Execution
 
     `ok: true` carries no decision at all: like Claude Code, it lets the action proceed
     without granting it, so permission rules and prompts still apply. `ok: false` blocks in
-    the event's own terms; on events that cannot be blocked it is reported as a system
-    message and nothing more.
+    the event's own terms (a blocking error as well on blocking events); on events that
+    cannot be blocked it is reported as a system message and nothing more.
     """
     if evaluation.ok:
         return ExecutionReport(status="ok", stdout=raw)
@@ -167,7 +167,10 @@ def evaluation_report(event: str, evaluation: Evaluation, raw: str) -> Execution
     output = _blocking_output(event, reason)
     if output is None:
         return ExecutionReport(status="ok", stdout=raw, output=HookOutput(systemMessage=reason))
-    return ExecutionReport(status="ok", stdout=raw, stderr=reason, output=output, blocking_error=True)
+    # On blocking events the runner reads a blocking error like exit 2, with stderr as the
+    # reason; on PostToolUse (already ran) only the `decision: "block"` output feeds the reason back.
+    blocking = event in BLOCKING_EVENTS
+    return ExecutionReport(status="ok", stdout=raw, stderr=reason, output=output, blocking_error=blocking)
 
 
 _RAW_IN_ERROR = 2000

@@ -10,10 +10,10 @@ from typing import Any
 
 import anyio
 import httpx
-from pydantic import ValidationError
 
 from hooks.executors.evaluation import hook_setting
-from hooks.types import ExecutionReport, HookCall, HookOutput
+from hooks.interpret import parse_stdout
+from hooks.types import ExecutionReport, HookCall
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -34,22 +34,6 @@ def expand_header(value: str, allowed: frozenset[str], environ: Mapping[str, str
         return environ.get(name, "") if name in allowed else ""
 
     return _ENV_REFERENCE.sub(substitute, value)
-
-
-def parse_reply_body(body: str) -> tuple[HookOutput | None, str | None]:
-    """A 2xx body read like a command hook's stdout: JSON object → output, other text → plain text.
-
-    Raises ValueError for a body that claims to be JSON but does not fit the schema.
-    """
-    stripped = body.strip()
-    if not stripped:
-        return None, None
-    if not stripped.startswith("{"):
-        return None, stripped
-    try:
-        return HookOutput.model_validate_json(stripped), None
-    except ValidationError as exc:
-        raise ValueError(f"response body is not valid hook output JSON: {exc.errors()[0]['msg']}") from exc
 
 
 class BodyTooLarge(Exception):
@@ -116,8 +100,8 @@ class HttpExecutor:
             shown = text.strip()[:_ERROR_BODY_SHOWN]
             error = f"HTTP {response.status_code} from {url}" + (f": {shown}" if shown else "")
             return ExecutionReport(status="error", stderr=text, error=error)
-        try:
-            output, plain = parse_reply_body(text)
-        except ValueError as exc:
-            return ExecutionReport(status="error", stdout=text, error=f"{exc} (from {url})")
+        # A 2xx body means what a command hook's stdout means, so it is read by the same parser.
+        output, plain, problem = parse_stdout(text)
+        if problem is not None:
+            return ExecutionReport(status="error", stdout=text, error=f"{problem} (reply from {url})")
         return ExecutionReport(status="ok", stdout=text, output=output, text=plain)

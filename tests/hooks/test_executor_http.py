@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from hooks.executors.http import HttpExecutor, expand_header, parse_reply_body
+from hooks.executors.http import HttpExecutor, expand_header
 from hooks.types import HookCall, HookContext, SessionContext
 
 PAYLOAD = {
@@ -238,7 +238,7 @@ async def test_garbage_json_body_is_an_error_not_a_decision() -> None:
         async with hook_server() as server, executor() as ex:
             report = await ex.run(make_call({"url": f"{server.url}/garbage"}))
     assert report.status == "error"
-    assert "not valid hook output JSON" in report.error
+    assert "invalid JSON" in report.error
     assert report.output is None and not report.blocking_error
 
 
@@ -304,13 +304,6 @@ def test_expand_header_leaves_text_without_references_alone() -> None:
     assert expand_header("$A$B", frozenset({"A", "B"}), {"A": "1"}) == "1"
 
 
-def test_reply_body_json_must_fit_the_output_schema() -> None:
-    output, text = parse_reply_body('  {"decision": "block", "reason": "no"}\n')
-    assert (output.decision, output.reason, text) == ("block", "no", None)
-    with pytest.raises(ValueError):
-        parse_reply_body('{"decision": "maybe"}')
-
-
 @pytest.mark.asyncio
 async def test_one_shared_client_serves_concurrent_hooks() -> None:
     with anyio.fail_after(10):
@@ -362,3 +355,42 @@ def test_urls_outside_allowed_http_hook_urls_are_refused_at_load(tmp_path: Path)
     assert "allowedHttpHookUrls" in by_name["outside"]["reason"]
     assert by_name["inside"]["state"] != "invalid"
     assert any("evil.example.com" in warning for warning in hookset.warnings)
+
+
+# --------------------------------------------------------------------------- through the runner
+
+
+@pytest.mark.asyncio
+async def test_runner_enforces_http_deny_and_fails_open_on_errors_unless_fail_closed(tmp_path: Path) -> None:
+    from hooks.executors.remote import default_llm_executors
+    from tests.hooks.support import Project, Recorder, running, session, settings
+
+    project = Project((tmp_path / "proj").resolve())
+    with anyio.fail_after(20):
+        async with hook_server() as server:
+            project.settings(settings(
+                "PreToolUse",
+                {"type": "http", "name": "broken", "url": f"{server.url}/error"},
+                {"type": "http", "name": "policy", "url": f"{server.url}/deny"},
+                {"type": "http", "name": "strict-slow", "url": f"{server.url}/slow", "timeout": 0.3, "failClosed": True},
+                matcher="Bash",
+            ))
+            project.trust()
+            recorder = Recorder()
+            async with running(project.load(), recorder, executors=default_llm_executors(None)) as runner:
+                denied = await runner.fire("PreToolUse", dict(PAYLOAD), session(project))
+                project.settings(settings(
+                    "PreToolUse",
+                    {"type": "http", "name": "broken", "url": f"{server.url}/error"},
+                    {"type": "http", "name": "strict-slow", "url": f"{server.url}/slow", "timeout": 0.3, "failClosed": True},
+                    matcher="Bash",
+                ))
+                project.trust()
+                runner.reload()
+                closed = await runner.fire("PreToolUse", dict(PAYLOAD), session(project))
+    assert denied.decision == "deny" and denied.reason == "policy server says no rm -rf"
+    outcomes = {r.hook_name: r.outcome for r in recorder.responses()}
+    assert outcomes["broken"] == "error"
+    assert closed.decision == "deny"
+    assert "strict-slow" in closed.reason
+    assert [r.outcome for r in closed.results] == ["error", "timeout"]

@@ -125,8 +125,10 @@ async def test_ok_false_on_pre_tool_use_denies_with_the_reason() -> None:
 @pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop", "SubagentStop", "PostToolUse", "PreCompact"])
 async def test_ok_false_blocks_with_a_decision_on_decision_events(event: str) -> None:
     report = await run(FakeModelClient('{"ok": false, "reason": "tests still fail"}'), make_call(prompt_hook(), event=event))
-    assert report.status == "ok" and report.blocking_error
+    assert report.status == "ok"
     assert report.output.to_json_dict() == {"decision": "block", "reason": "tests still fail"}
+    # PostToolUse already ran its tool: the block feeds the reason back, it is not an exit-2 style error.
+    assert report.blocking_error == (event != "PostToolUse")
 
 
 @pytest.mark.asyncio
@@ -281,3 +283,50 @@ async def test_vault_prompt_hook_runs_while_vault_http_and_agent_hooks_are_dropp
     call.hook = prompt_spec
     report = await run(FakeModelClient('{"ok": false, "reason": "deletion"}'), call)
     assert report.output.hookSpecificOutput.permissionDecision == "deny"
+
+
+# --------------------------------------------------------------------------- through the runner
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("event", "payload", "decision"),
+    [
+        ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}}, "deny"),
+        ("Stop", {"stop_hook_active": False}, "block"),
+        ("UserPromptSubmit", {"prompt": "delete everything"}, "block"),
+    ],
+)
+async def test_runner_turns_ok_false_into_the_events_decision(
+    tmp_path: Path, event: str, payload: dict[str, Any], decision: str
+) -> None:
+    from tests.hooks.support import Project, running, session, settings
+
+    project = Project((tmp_path / "proj").resolve())
+    project.settings(settings(event, {"type": "prompt", "name": "judge", "prompt": "Judge $ARGUMENTS"}))
+    client = FakeModelClient('```json\n{"ok": false, "reason": "too risky"}\n```')
+    with anyio.fail_after(10):
+        async with running(project.load(), executors=default_llm_executors(client)) as runner:
+            result = await runner.fire(event, payload, session(project))
+    assert (result.decision, result.reason) == (decision, "too risky")
+    assert [r.outcome for r in result.results] == ["blocked"]
+    assert event in client.calls[0]["prompt"]  # the payload (with hook_event_name) reached the model
+
+
+@pytest.mark.asyncio
+async def test_runner_fails_open_on_a_malformed_answer_unless_fail_closed(tmp_path: Path) -> None:
+    from tests.hooks.support import Project, running, session, settings
+
+    project = Project((tmp_path / "proj").resolve())
+    project.settings(settings(
+        "PreToolUse",
+        {"type": "prompt", "name": "lenient", "prompt": "Judge $ARGUMENTS"},
+        {"type": "prompt", "name": "strict", "prompt": "Judge $ARGUMENTS", "failClosed": True},
+    ))
+    client = FakeModelClient("I am not sure.")
+    payload = {"tool_name": "Bash", "tool_input": {"command": "ls"}}
+    with anyio.fail_after(10):
+        async with running(project.load(), executors=default_llm_executors(client)) as runner:
+            result = await runner.fire("PreToolUse", payload, session(project))
+    assert [(r.hook_name, r.outcome) for r in result.results] == [("lenient", "error"), ("strict", "error")]
+    assert result.decision == "deny" and "strict" in result.reason
