@@ -366,3 +366,6 @@ async def test_manual_compact_reports_summary_and_trigger(tmp_path: Path) -> Non
     assert "PreCompact" in h.bridge.events()
     pre_compact = next(p for e, p, _ in h.bridge.calls if e == "PreCompact")
     assert pre_compact["trigger"] == "manual"
+    # the summarisation request belongs to the same conversation (same CLI session id) and used the rule
+    assert [r.answered_by for r in h.server.main_requests()] == ["turn:0", "rule:0"]
+    assert len({r.conversation for r in h.server.requests}) == 1
