@@ -124,7 +124,10 @@ class ParsedSettings:
 def _fmt_validation(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"] if not str(p).endswith("HookConfig") and p not in CONFIG_TYPES)
+        locs = list(err["loc"])
+        if locs and locs[0] in CONFIG_TYPES:  # the discriminated union's tag, not a key of the entry
+            locs = locs[1:]
+        loc = ".".join(str(p) for p in locs)
         parts.append(f"{loc + ': ' if loc else ''}{err['msg']}")
     return "; ".join(parts)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import hashlib
 import json
@@ -91,7 +92,7 @@ class HookSet:
     registry: HookRegistry
     vault_dir: Path | None = None
     trust_store: TrustStore | None = None
-    _active: dict[str, list[HookSpec]] = field(default_factory=dict)
+    _active: dict[str, list[HookSpec]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         for spec in self.entries:
@@ -125,6 +126,10 @@ class HookSet:
 
     def to_listing(self) -> list[dict[str, Any]]:
         return [s.to_listing() for s in self.entries]
+
+    def only(self, name: str) -> HookSet:
+        """The same set with every hook but `name` left out (for `python -m hooks test --hook NAME`)."""
+        return dataclasses.replace(self, entries=[s for s in self.entries if s.name == name])
 
 
 def load_hookset(
@@ -307,7 +312,7 @@ class _Builder:
             if not spec.script.is_file():
                 msg = f"python hook script {spec.script} does not exist; the hook will fail every time it runs"
                 self.warnings.append(f"{where}: {msg}")
-                spec.reason = spec.reason or msg
+                spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
         else:
             return
         if spec.state != "active":
@@ -345,7 +350,7 @@ class _Builder:
         else:
             return
         self.warnings.append(f"{where}: {msg}")
-        spec.reason = spec.reason or msg
+        spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
 
 
 def _expand(text: str, project_dir: Path) -> str:

@@ -1,0 +1,205 @@
+"""`python -m hooks`: list the effective hooks, test an event against the real executors, validate a settings file, trust a project."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from hooks.config import parse_settings
+from hooks.hookset import HookSet, load_hookset
+from hooks.paths import data_dir
+from hooks.registry import HookRegistry, default_registry
+from hooks.runner import HookRunner
+from hooks.sources import read_json, read_overrides
+from hooks.trust import TrustStore
+from hooks.types import ALL_EVENTS, HookProgress, HookResult, HookStarted, SessionContext
+
+
+def _load(args: argparse.Namespace) -> HookSet:
+    project = Path(args.project).resolve()
+    vault = Path(args.vault).resolve() if args.vault else None
+    hookset = load_hookset(project, vault, registry=HookRegistry())
+    registry = default_registry
+    if not args.no_builtin:
+        try:
+            from hooks.builtin import builtin_registry
+
+            registry = builtin_registry(hookset.builtin_options, data_dir=data_dir())
+        except Exception as exc:  # the listing is still useful without the built-ins
+            print(f"warning: built-in hooks unavailable: {exc}", file=sys.stderr)
+    return load_hookset(project, vault, registry=registry)
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    cols = ("name", "event", "matcher", "type", "source", "state", "timeout", "reason")
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in cols] for r in rows]
+    widths = [min(max([len(c)] + [len(row[i]) for row in cells]), 40 if c != "reason" else 200) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(cols, widths))]
+    for row in cells:
+        lines.append("  ".join((v if len(v) <= w else v[: w - 1] + "…").ljust(w) for v, w in zip(row, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    hookset = _load(args)
+    if args.json:
+        print(json.dumps({"hooks": hookset.to_listing(), "warnings": hookset.warnings, "trustHash": hookset.trust_hash}, indent=2))
+        return 0
+    print(_table(hookset.to_listing()))
+    for warning in hookset.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if hookset.needs_trust:
+        print(f"\nproject hooks are untrusted; after reviewing them run: python -m hooks trust --project {hookset.project_dir}",
+              file=sys.stderr)
+    return 0
+
+
+class _PrintObserver:
+    async def on_started(self, started: HookStarted) -> None:
+        print(f"▶ {started.hook_name} ({started.hook_type}, {started.source}) [{started.execution_id}]", file=sys.stderr)
+
+    async def on_progress(self, progress: HookProgress) -> None:
+        print(f"  {progress.hook_name} {progress.stream}: {progress.line}", file=sys.stderr)
+
+    async def on_response(self, result: HookResult, session_id: str) -> None:
+        pass
+
+
+def _result_dict(r: HookResult) -> dict[str, Any]:
+    return {
+        "executionId": r.execution_id,
+        "hook": r.hook_name,
+        "type": r.hook_type,
+        "source": r.source,
+        "outcome": r.outcome,
+        "exitCode": r.exit_code,
+        "durationMs": round(r.duration_ms, 2),
+        "output": r.output.to_json_dict() if r.output else None,
+        "text": r.text,
+        "stdout": r.stdout,
+        "stderr": r.stderr,
+        "error": r.error,
+        "traceback": r.traceback,
+        "failClosed": r.fail_closed,
+        "enforced": r.enforced,
+    }
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    raw = sys.stdin.read() if args.payload == "-" else Path(args.payload).read_text(encoding="utf-8")
+    try:
+        payload = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        print(f"error: payload is not valid JSON: {exc}", file=sys.stderr)
+        return 2
+    hookset = _load(args)
+    if args.hook:
+        known = hookset.by_name(args.hook)
+        if not known:
+            print(f"error: no hook named {args.hook!r}", file=sys.stderr)
+            return 2
+        for spec in known:
+            if not spec.active:
+                print(f"note: {spec.name} ({spec.id}) is {spec.state}: {spec.reason}", file=sys.stderr)
+        hookset = hookset.only(args.hook)
+    session = SessionContext(session_id=args.session_id, project_dir=hookset.project_dir, vault_dir=hookset.vault_dir)
+
+    async def go() -> dict[str, Any]:
+        runner = HookRunner(hookset, _PrintObserver())
+        try:
+            agg = await runner.fire(args.event, payload, session)
+        finally:
+            await runner.aclose()
+        return {
+            "results": [_result_dict(r) for r in agg.results],
+            "aggregate": {
+                "decision": agg.decision,
+                "reason": agg.reason,
+                "additionalContext": agg.additional_context,
+                "updatedInput": agg.updated_input,
+                "systemMessages": agg.system_messages,
+                "continue": agg.continue_,
+                "stopReason": agg.stop_reason,
+            },
+            "hookJson": agg.to_hook_json(),
+        }
+
+    print(json.dumps(asyncio.run(go()), indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    data, error, exists = read_json(path)
+    if not exists:
+        print(f"error: {path} does not exist", file=sys.stderr)
+        return 1
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if path.name == "hook-overrides.json":
+        _names, problems = read_overrides(path)
+        for p in problems:
+            print(f"error: {p}", file=sys.stderr)
+        return 1 if problems else 0
+    parsed = parse_settings(data, path, hooks_dir=path.parent / "hooks")
+    for e in parsed.errors:
+        print(f"error: {e}", file=sys.stderr)
+    for w in parsed.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    valid = sum(1 for e in parsed.entries if e.config is not None)
+    print(f"{path}: {valid} valid hook entr{'y' if valid == 1 else 'ies'}, {len(parsed.errors)} error(s)")
+    return 1 if parsed.errors else 0
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    project = Path(args.project).resolve()
+    store = TrustStore()
+    if args.revoke:
+        print("revoked" if store.revoke(project) else "was not trusted")
+        return 0
+    print(f"trusted {project} (hook sections hash {store.trust(project)})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hooks", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--project", default=".", help="project directory (default: current)")
+        p.add_argument("--vault", default=None, help="notes vault directory (reads <vault>/.orion/settings.json)")
+        p.add_argument("--no-builtin", action="store_true", help="leave out the built-in Orion hooks")
+
+    p = sub.add_parser("list", help="the effective hooks with their states and reasons")
+    common(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("test", help="fire one event through the real executors and print every result and the aggregate")
+    p.add_argument("event", choices=ALL_EVENTS)
+    p.add_argument("--payload", required=True, help="payload JSON file, or - for stdin")
+    p.add_argument("--hook", default=None, help="run only the hook with this name")
+    p.add_argument("--session-id", default="hooks-test")
+    common(p)
+    p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("validate", help="check a settings.json (or hook-overrides.json) file")
+    p.add_argument("file")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("trust", help="trust the project's current hook sections (after reviewing them)")
+    p.add_argument("--project", default=".")
+    p.add_argument("--revoke", action="store_true")
+    p.set_defaults(func=cmd_trust)
+
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
