@@ -5,32 +5,34 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Every pattern is a run of one character class after a fixed prefix, so matching
-# is linear in the input: nothing here can backtrack catastrophically.
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("anthropic-api-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
-    ("openai-api-key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9]{32,}")),
-    ("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
-    ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}")),
-    ("github-pat", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}")),
-    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}")),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    ("stripe-key", re.compile(r"\b(?:sk|rk)_live_[0-9A-Za-z]{16,}")),
-    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}")),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-    ("bearer-token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9_\-.=+/]{20,}")),
-    ("url-credentials", re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://([^\s/:@]{1,64}:[^\s/@]{3,128})@")),
-    # `password = "hunter22"`, `API_KEY: abc...`: a secret-looking name, an
-    # assignment, then a value. The name is bounded so the scan stays linear.
-    (
-        "assigned-secret",
-        re.compile(
-            r"(?i)\b[A-Za-z0-9_]{0,40}(?:api[_-]?key|secret|token|passw(?:or)?d|passwd|auth[_-]?key|access[_-]?key)"
-            r"[\"']?\s{0,3}[:=]\s{0,3}[\"']?([^\s\"',;()\[\]{}<>$]{8,})"
-        ),
-    ),
+# Every alternative is a fixed prefix then a run of one character class, so
+# matching is linear in the input: nothing here can backtrack catastrophically.
+# One combined pattern makes one pass over the text instead of one per kind.
+_TOKEN_KINDS: tuple[tuple[str, str], ...] = (
+    ("anthropic-api-key", r"sk-ant-[A-Za-z0-9_\-]{20,}"),
+    ("openai-api-key", r"sk-(?:proj-|svcacct-)?[A-Za-z0-9]{32,}"),
+    ("aws-access-key-id", r"(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
+    ("github-token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
+    ("github-pat", r"github_pat_[A-Za-z0-9_]{40,}"),
+    ("gitlab-token", r"glpat-[A-Za-z0-9_\-]{20,}"),
+    ("slack-token", r"xox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("google-api-key", r"AIza[0-9A-Za-z_\-]{35}"),
+    ("stripe-key", r"(?:sk|rk)_live_[0-9A-Za-z]{16,}"),
+    ("npm-token", r"npm_[A-Za-z0-9]{36}"),
+    ("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    ("bearer-token", r"(?i:bearer)\s+[A-Za-z0-9_\-.=+/]{20,}"),
 )
+_GROUP_KIND = {f"k{i}": kind for i, (kind, _) in enumerate(_TOKEN_KINDS)}
+_TOKENS = re.compile(r"\b(?:" + "|".join(f"(?P<k{i}>{rx})" for i, (_, rx) in enumerate(_TOKEN_KINDS)) + ")")
+# `scheme://user:password@host`: anchored on the literal `://`, only the credentials are secret.
+_URL_CREDENTIALS = re.compile(r"://([^\s/:@]{1,64}:[^\s/@]{3,128})@")
+# `password = "hunter22"`, `GITHUB_TOKEN: abc...`: a secret-looking name, an
+# assignment, then a value; only the value is secret.
+_ASSIGNED = re.compile(
+    r"(?i)(?:api[_-]?key|secret|token|passw(?:or)?d|passwd|auth[_-]?key|access[_-]?key)[A-Za-z0-9_]{0,20}"
+    r"[\"']?\s{0,3}[:=]\s{0,3}[\"']?([^\s\"',;()\[\]{}<>$]{8,})"
+)
+_ASSIGNED_HINTS = ("key", "secret", "token", "passw")
 
 _KEY_BEGIN = "-----BEGIN "
 _KEY_END = "-----END "
@@ -87,13 +89,16 @@ def find_secrets(text: str) -> list[Finding]:
     if not text:
         return []
     raw = _private_key_blocks(text)
-    for kind, pattern in _PATTERNS:
-        for m in pattern.finditer(text):
-            if kind == "assigned-secret" and not _looks_like_secret_value(m.group(1)):
-                continue
-            # For assignments only the value is secret; the name stays readable.
-            start, end = (m.start(1), m.end(1)) if m.lastindex else (m.start(), m.end())
-            raw.append(Finding(kind, start, end, text[start : start + 4] + "…"))
+    for m in _TOKENS.finditer(text):
+        raw.append(Finding(_GROUP_KIND[m.lastgroup or ""], m.start(), m.end(), text[m.start() : m.start() + 4] + "…"))
+    if "://" in text:
+        for m in _URL_CREDENTIALS.finditer(text):
+            raw.append(Finding("url-credentials", m.start(1), m.end(1), text[m.start(1) : m.start(1) + 4] + "…"))
+    lower = text.lower()
+    if any(hint in lower for hint in _ASSIGNED_HINTS):
+        for m in _ASSIGNED.finditer(text):
+            if _looks_like_secret_value(m.group(1)):
+                raw.append(Finding("assigned-secret", m.start(1), m.end(1), text[m.start(1) : m.start(1) + 4] + "…"))
     raw.sort(key=lambda f: (f.start, -f.end))
     merged: list[Finding] = []
     for f in raw:

@@ -151,9 +151,13 @@ def make_memory_observe(opts: Options, env: BuiltinEnv) -> HookFunction:
         tool = str(payload.get("tool_name") or "")
         if not tool or tool in skip or ctx.state.get("memory_prompt_private"):
             return None
-        tool_input = clean_value(payload.get("tool_input"), input_chars)
-        response = clean_value(payload.get("tool_response"), response_chars)
-        text = f"{tool} {tool_input}\n-> {response}".strip()
+        def observation() -> str:
+            # Stripping and redaction are CPU work on up to megabytes of output: done in the worker thread.
+            tool_input = clean_value(payload.get("tool_input"), input_chars)
+            response = clean_value(payload.get("tool_response"), response_chars)
+            return f"{tool} {tool_input}\n-> {response}".strip()
+
+        text = await anyio.to_thread.run_sync(observation)
         store = await store_for(ctx)
         sid = _session_id(ctx, payload)
         number = ctx.state.get("memory_prompt_number") or await store.run(store.current_prompt_number, sid)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio.to_thread
+
 from hooks.builtin.common import BuiltinEnv, Options, as_text, context
 from hooks.redaction import find_secrets
 from hooks.types import HookContext, HookFunction, HookOutput
@@ -18,7 +20,8 @@ def make_secret_redaction(opts: Options, env: BuiltinEnv) -> HookFunction:
 
     async def secret_redaction(payload: dict[str, Any], ctx: HookContext) -> HookOutput | None:
         text = as_text(payload.get("tool_response"))[:scan_chars]
-        findings = find_secrets(text)
+        # Scanning is pure CPU (about 0.15 ms per KiB): off the event loop.
+        findings = await anyio.to_thread.run_sync(find_secrets, text)
         if not findings:
             return None
         kinds = sorted({f.kind for f in findings})
