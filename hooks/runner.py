@@ -102,7 +102,7 @@ class HookRunner:
         foreground = []
         for spec in specs:
             if spec.run_async:
-                self._start_background(spec, event, payload, session, tool_use_id)
+                await self._start_background(spec, event, payload, session, tool_use_id)
             else:
                 foreground.append(spec)
         if not foreground:
@@ -187,36 +187,51 @@ class HookRunner:
                 break
         return results
 
-    def _start_background(
+    async def _start_background(
         self, spec: HookSpec, event: str, payload: dict[str, Any], session: SessionContext, tool_use_id: str | None
     ) -> None:
-        task = asyncio.get_running_loop().create_task(self._execute(spec, event, payload, session, tool_use_id))
+        # hook_started goes out before fire() returns; the run itself is not awaited
+        execution_id = await self._announce(spec, event, session, tool_use_id)
+        task = asyncio.get_running_loop().create_task(
+            self._execute(spec, event, payload, session, tool_use_id, execution_id)
+        )
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
     # ------------------------------------------------------------------ one execution
 
-    async def _execute(
-        self, spec: HookSpec, event: str, payload: dict[str, Any], session: SessionContext, tool_use_id: str | None
-    ) -> HookResult:
+    async def _announce(self, spec: HookSpec, event: str, session: SessionContext, tool_use_id: str | None) -> str:
         execution_id = f"{self._prefix}-{next(self._seq)}"
-        loop = asyncio.get_running_loop()
+        if self.observer is not None:
+            await self._notify(
+                self.observer.on_started,
+                HookStarted(execution_id, spec.id, spec.name, spec.type, spec.source, event, session.session_id, tool_use_id),
+            )
+        return execution_id
+
+    async def _execute(
+        self,
+        spec: HookSpec,
+        event: str,
+        payload: dict[str, Any],
+        session: SessionContext,
+        tool_use_id: str | None,
+        execution_id: str | None = None,
+    ) -> HookResult:
+        if execution_id is None:
+            execution_id = await self._announce(spec, event, session, tool_use_id)
         ctx = HookContext(
             session=session,
             event=event,
             hook_name=spec.name,
             execution_id=execution_id,
             tool_use_id=tool_use_id,
-            deadline=loop.time() + spec.timeout_s,
+            deadline=asyncio.get_running_loop().time() + spec.timeout_s,
             log=spec.log or log,
         )
         observer = self.observer
         progress = no_progress
         if observer is not None:
-            await self._notify(
-                observer.on_started,
-                HookStarted(execution_id, spec.id, spec.name, spec.type, spec.source, event, session.session_id, tool_use_id),
-            )
             progress = _Progress(self, observer, execution_id, spec.name, event, session.session_id)
         if self._debug:
             log.debug("start %s %s (%s, %s, timeout %gs)", execution_id, spec.name, spec.type, spec.source, spec.timeout_s)
