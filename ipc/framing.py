@@ -7,13 +7,14 @@ import json
 import logging
 import os
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream
+from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ipc.errors import FramingError, LineTooLong, MalformedLine
@@ -119,7 +120,7 @@ class Transport:
     """A connection as two object streams: decoded items in, messages out. `broken` is set when writing fails."""
 
     incoming: MemoryObjectReceiveStream[Item]
-    outgoing: MemoryObjectSendStream[Message]
+    outgoing: ObjectSendStream[Message]  # a memory object stream, or PipeSendStream on stdio; both have send_nowait
     broken: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -255,68 +256,256 @@ def _release_stdio(fds: _StdioFds) -> None:
         os.close(fd)
 
 
-async def _fd_reader(fd: int) -> tuple[Callable[[], Awaitable[bytes]], Callable[[], None]]:
-    loop = asyncio.get_running_loop()
-    fileobj = os.fdopen(fd, "rb", buffering=0)
-    try:
-        reader = asyncio.StreamReader(limit=READ_CHUNK, loop=loop)
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), fileobj)
-    except ValueError:
-        # A regular file (e.g. `< requests.jsonl`) is not a pipe: read it from a worker thread.
-        async def read_file() -> bytes:
-            return await anyio.to_thread.run_sync(os.read, fd, READ_CHUNK)
+class _PipeReader(asyncio.Protocol):
+    """Decodes right in the event loop's read callback and hands items straight to the stream (no reader task hop)."""
 
-        return read_file, fileobj.close
+    def __init__(self, decoder: LineDecoder, sink: MemoryObjectSendStream[Item]) -> None:
+        self._decoder = decoder
+        self._sink = sink
+        self._backlog: deque[Item] = deque()
+        self._wake = anyio.Event()
+        self._eof = False
+        self._transport: asyncio.ReadTransport | None = None
 
-    async def read_pipe() -> bytes:
-        return await reader.read(READ_CHUNK)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
 
-    return read_pipe, transport.close
+    def data_received(self, data: bytes) -> None:
+        for item in self._decoder.feed(data):
+            self._deliver(item)
+
+    def eof_received(self) -> bool:
+        self._finish()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._eof:
+            return
+        for item in self._decoder.finish():
+            self._deliver(item)
+        self._eof = True
+        if self._backlog:
+            self._wake.set()
+        else:
+            self._sink.close()
+
+    def _deliver(self, item: Item) -> None:
+        if self._backlog:
+            self._backlog.append(item)
+            return
+        try:
+            self._sink.send_nowait(item)
+        except anyio.WouldBlock:
+            # The consumer is behind: stop reading (the pipe fills, the writer on the other side waits).
+            self._backlog.append(item)
+            if self._transport is not None and not self._eof:
+                self._transport.pause_reading()
+            self._wake.set()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    async def drain_backlog(self) -> None:
+        """Runs for the transport's lifetime: feeds the backlog to a slow consumer, then resumes reading."""
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                while self._backlog:
+                    await self._sink.send(self._backlog[0])
+                    self._backlog.popleft()
+                if self._eof:
+                    self._sink.close()
+                    return
+                if self._transport is not None and not self._transport.is_closing():
+                    self._transport.resume_reading()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return
 
 
-async def _fd_writer(fd: int) -> tuple[Callable[[bytes], Awaitable[None]], Callable[[], None]]:
-    loop = asyncio.get_running_loop()
-    fileobj = os.fdopen(fd, "wb", buffering=0)
-    try:
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, fileobj)
-    except ValueError:
-        def write_file_sync(data: bytes) -> None:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+class PipeSendStream(ObjectSendStream[Message]):
+    """Messages out to a pipe: encoded at once, coalesced per event-loop turn into one write, no writer task.
 
-        async def write_file(data: bytes) -> None:
-            write_file_sync(data)
+    When the pipe backs up (the frontend stopped reading), `send_nowait` raises WouldBlock and `send`
+    waits in FIFO order, so memory stays bounded and messages keep the order they were sent in.
+    """
 
-        return write_file, fileobj.close
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    def __init__(self, loop: asyncio.AbstractEventLoop, broken: anyio.Event) -> None:
+        self._loop = loop
+        self._broken_event = broken
+        self._transport: asyncio.WriteTransport | None = None
+        self._pending = bytearray()
+        self._flush_scheduled = False
+        self._paused = False
+        self._waiting: deque[tuple[bytes, asyncio.Future[None]]] = deque()
+        self._closed = False
+        self._lost: asyncio.Future[None] = loop.create_future()
 
-    async def write_pipe(data: bytes) -> None:
-        if transport.is_closing():
-            raise BrokenPipeError("stdout is closed")
-        writer.write(data)
-        if transport.get_write_buffer_size():
-            await writer.drain()
+    # -- asyncio protocol side (flow control callbacks from the pipe transport)
+    def protocol(self) -> asyncio.BaseProtocol:
+        stream = self
 
-    return write_pipe, transport.close
+        class _Flow(asyncio.BaseProtocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                stream._transport = transport  # type: ignore[assignment]
+
+            def pause_writing(self) -> None:
+                stream._paused = True
+
+            def resume_writing(self) -> None:
+                stream._paused = False
+                stream._release_waiting()
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                stream._on_lost(exc)
+
+        return _Flow()
+
+    def _on_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            logger.warning("output closed by the other side: %s", exc)
+            self._broken_event.set()
+        if not self._lost.done():
+            self._lost.set_result(None)
+        while self._waiting:
+            _, fut = self._waiting.popleft()
+            if not fut.done():
+                fut.set_exception(anyio.BrokenResourceError())
+
+    # -- object stream side
+    def send_nowait(self, item: Message) -> None:
+        self._check()
+        if self._paused or self._waiting:
+            raise anyio.WouldBlock
+        self._write(encode_message(item))
+
+    async def send(self, item: Message) -> None:
+        self._check()
+        if not (self._paused or self._waiting):
+            self._write(encode_message(item))
+            return
+        fut: asyncio.Future[None] = self._loop.create_future()
+        entry = (encode_message(item), fut)
+        self._waiting.append(entry)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if not fut.done():
+                self._waiting.remove(entry)
+            raise
+
+    def _check(self) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken_event.is_set() or self._lost.done():
+            raise anyio.BrokenResourceError
+
+    def _write(self, data: bytes) -> None:
+        if not self._flush_scheduled and self._transport is not None and not self._transport.is_closing():
+            # First message of this loop turn goes out at once (latency); the rest of the turn's
+            # messages are coalesced into one write at the start of the next turn (throughput).
+            self._transport.write(data)
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+            return
+        self._pending += data
+        if len(self._pending) >= READ_CHUNK:
+            self._flush()
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._pending or self._transport is None or self._transport.is_closing():
+            self._pending.clear()
+            return
+        data, self._pending = bytes(self._pending), bytearray()
+        self._transport.write(data)
+
+    def _release_waiting(self) -> None:
+        while self._waiting and not self._paused:
+            data, fut = self._waiting.popleft()
+            if fut.done():
+                continue
+            self._write(data)
+            fut.set_result(None)
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def drain_and_close(self, timeout: float) -> None:
+        """Flush everything (queued senders included) and close the pipe, giving up after `timeout` seconds."""
+        self._closed = True
+        with anyio.move_on_after(timeout):
+            while self._waiting and not self._lost.done():
+                await asyncio.wait([self._waiting[-1][1]])
+        self._flush()
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()  # flushes the transport's own buffer, then reports connection_lost
+        with anyio.move_on_after(timeout):
+            await asyncio.shield(self._lost)
+        if self._transport is not None and not self._lost.done():
+            self._transport.abort()
 
 
 @asynccontextmanager
 async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, flush_timeout: float = 5.0) -> AsyncIterator[Transport]:
-    """Frame this process's stdin/stdout, with fds 0 and 1 redirected away from everyone else while it is open."""
+    """Frame this process's stdin/stdout, with fds 0 and 1 redirected away from everyone else while it is open.
+
+    Pipes (the normal case) are served straight from event-loop callbacks; a regular file on either side
+    (e.g. `< requests.jsonl > out.jsonl`) falls back to the generic path with blocking calls in a worker thread.
+    """
     fds = _claim_stdio()
-    closers: list[Callable[[], None]] = []
     try:
-        read, close_read = await _fd_reader(fds.read_fd)
-        closers.append(close_read)
-        write, close_write = await _fd_writer(fds.write_fd)
-        closers.append(close_write)
+        loop = asyncio.get_running_loop()
+        in_send, in_recv = anyio.create_memory_object_stream[Item](INCOMING_QUEUE)
+        broken = anyio.Event()
+        reader = _PipeReader(LineDecoder(max_line_bytes), in_send)
+        writer = PipeSendStream(loop, broken)
+        in_file = os.fdopen(fds.read_fd, "rb", buffering=0)
+        out_file = os.fdopen(fds.write_fd, "wb", buffering=0)
+        try:
+            read_transport, _ = await loop.connect_read_pipe(lambda: reader, in_file)
+            await loop.connect_write_pipe(writer.protocol, out_file)
+        except ValueError:
+            async with _framed_files(in_file, out_file, max_line_bytes, flush_timeout) as transport:
+                yield transport
+            return
+        transport = Transport(in_recv, writer, broken)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reader.drain_backlog)
+                try:
+                    yield transport
+                finally:
+                    await writer.drain_and_close(flush_timeout)
+                    read_transport.close()
+                    tg.cancel_scope.cancel()
+        finally:
+            read_transport.close()
+    finally:
+        _release_stdio(fds)
+
+
+@asynccontextmanager
+async def _framed_files(in_file: Any, out_file: Any, max_line_bytes: int, flush_timeout: float) -> AsyncIterator[Transport]:
+    async def read() -> bytes:
+        return await anyio.to_thread.run_sync(in_file.read, READ_CHUNK)
+
+    async def write(data: bytes) -> None:
+        await anyio.to_thread.run_sync(out_file.write, data)
+
+    try:
         async with _framed(read, write, max_line_bytes, flush_timeout) as transport:
             yield transport
     finally:
-        for close in closers:
+        for f in (in_file, out_file):
             try:
-                close()
+                f.close()
             except OSError:
                 pass
-        _release_stdio(fds)
