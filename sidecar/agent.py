@@ -435,7 +435,7 @@ class AgentSession:
     def _hook_callback(self, event: str) -> Callable[..., Awaitable[dict[str, Any]]]:
         async def callback(payload: dict[str, Any], tool_use_id: str | None, _context: Any) -> dict[str, Any]:
             try:
-                output = await self._bridge.fire(event, dict(payload), tool_use_id)
+                output = await self._bridge.fire(event, dict(payload), tool_use_id) or {}
             except Exception:  # noqa: BLE001 - fail open, as the hook engine does for a crashing hook
                 log.exception("hook bridge failed on %s", event)
                 output = {}
