@@ -7,7 +7,7 @@ from typing import Any
 import anyio.to_thread
 
 from hooks.builtin.common import BuiltinEnv, Options, as_text, context
-from hooks.redaction import find_secrets
+from hooks.redaction import Finding, find_secrets
 from hooks.types import HookContext, HookFunction, HookOutput
 
 # Tool output can be megabytes; secrets past this point are still redacted by
@@ -19,9 +19,13 @@ def make_secret_redaction(opts: Options, env: BuiltinEnv) -> HookFunction:
     scan_chars = int(opts.get("scan_chars", SCAN_CHARS))
 
     async def secret_redaction(payload: dict[str, Any], ctx: HookContext) -> HookOutput | None:
-        text = as_text(payload.get("tool_response"))[:scan_chars]
-        # Scanning is pure CPU (about 0.15 ms per KiB): off the event loop.
-        findings = await anyio.to_thread.run_sync(find_secrets, text)
+        response = payload.get("tool_response")
+
+        def scan() -> list[Finding]:
+            # Serializing and scanning are pure CPU (about 0.15 ms per KiB): off the event loop.
+            return find_secrets(as_text(response)[:scan_chars])
+
+        findings = await anyio.to_thread.run_sync(scan)
         if not findings:
             return None
         kinds = sorted({f.kind for f in findings})
