@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from ipc import protocol as p
 from ipc.errors import ConnectionClosed, IpcError, RpcError
-from ipc.framing import open_stream_transport
+from ipc.framing import RawLine, open_stream_transport
 from ipc.peer import DEFAULT_REQUEST_TIMEOUT, JsonRpcPeer, RequestContext, Route
 from ipc.registry import CLIENT_REQUESTS, EVENTS, METHODS
 
@@ -133,6 +133,8 @@ class SidecarClient:
         # Answer to session/request_permission when no on_request handler is set.
         self.default_permission: str = "cancelled"
         self._closed = False
+        self.unmatched: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self._unmatched_send, self._unmatched_receive = anyio.create_memory_object_stream[dict[str, Any]](HISTORY)
 
     # ------------------------------------------------------------------ launching
 
@@ -169,7 +171,7 @@ class SidecarClient:
                     routes = {name: Route(_answer_request(client_box), spec.params, spec.result)
                               for name, spec in CLIENT_REQUESTS.items()}
                     peer = JsonRpcPeer(transport, routes=routes, on_notification=lambda n, prm: client_box[0]._on_event(n, prm),
-                                       name="frontend")
+                                       on_unmatched=lambda msg: client_box[0]._on_unmatched(msg), name="frontend")
                     client = cls(process, peer, stderr)
                     client.on_request = on_request
                     client_box.append(client)
@@ -228,7 +230,24 @@ class SidecarClient:
         """
         return EventStream(self, name, buffer)
 
+    async def send_line(self, line: bytes | str) -> None:
+        """Put one line on the wire verbatim (malformed input included); answers arrive in `unmatched`."""
+        await self.peer.send_raw(RawLine(line.encode("utf-8") if isinstance(line, str) else line))
+
+    async def next_unmatched(self, timeout: float = 10.0) -> dict[str, Any]:
+        """The next response no request of ours waits for (answers to `send_line`, errors with id null)."""
+        with anyio.fail_after(timeout):
+            return await self._unmatched_receive.receive()
+
+    def _on_unmatched(self, message: dict[str, Any]) -> None:
+        self.unmatched.append(message)
+        try:
+            self._unmatched_send.send_nowait(message)
+        except anyio.WouldBlock:
+            logger.warning("unmatched response buffer full; %r only kept in client.unmatched", message)
+
     def _end_events(self) -> None:
+        self._unmatched_send.close()
         for subscriber in list(self._subscribers):
             subscriber.sink.close()
 

@@ -34,8 +34,17 @@ WRITE_BATCH = 256
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
+@dataclass(slots=True, frozen=True)
+class RawLine:
+    """Bytes to put on the wire verbatim as one line (tests and the `raw` command send malformed input this way)."""
+
+    data: bytes
+
+
 def encode_message(message: Message) -> bytes:
     """One message as it goes on the wire: compact JSON, UTF-8, one line."""
+    if isinstance(message, RawLine):
+        return message.data + b"\n"
     return _dumps(message).encode("utf-8") + b"\n"
 
 

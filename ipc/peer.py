@@ -107,12 +107,14 @@ class JsonRpcPeer:
         routes: Mapping[str, Route] | None = None,
         guard: Guard | None = None,
         on_notification: NotificationSink | None = None,
+        on_unmatched: Callable[[Any], None] | None = None,
         name: str = "peer",
     ) -> None:
         self._transport = transport
         self._routes: Mapping[str, Route] = routes if routes is not None else {}
         self._guard = guard
         self._on_notification = on_notification
+        self._on_unmatched = on_unmatched  # responses nobody waits for (e.g. errors with id null)
         self.name = name
         self._ids: Iterator[int] = itertools.count(1)
         self._pending: dict[RequestId, _Waiter] = {}
@@ -299,9 +301,12 @@ class JsonRpcPeer:
             self._inflight[id_] = scope
             self._spawn(self._serve_request, msg, scope, batch)
         elif "id" in msg and ("result" in msg or "error" in msg):
-            waiter = self._pending.get(msg["id"])
+            waiter = self._pending.get(msg["id"]) if _valid_id(msg["id"]) else None
             if waiter is None:
-                logger.debug("%s: response for unknown id %r ignored", self.name, msg["id"])
+                if self._on_unmatched is not None:
+                    self._on_unmatched(msg)
+                else:
+                    logger.debug("%s: response for unknown id %r ignored", self.name, msg["id"])
                 return
             waiter.response = msg
             waiter.done.set()
