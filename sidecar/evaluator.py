@@ -37,6 +37,7 @@ _STDERR_LINES_KEPT = 20
 # How long to let killed processes stop before giving up on them (SIGKILL takes a few ms).
 _REAP_WAIT_S = 2.0
 _REAP_POLL_S = 0.01
+_CREATE_TIME_SLACK_S = 30.0
 
 T = TypeVar("T")
 
@@ -45,10 +46,12 @@ def find_marked_processes(marker: str, since: float) -> list[psutil.Process]:
     """Processes started at or after `since` whose environment carries `marker`, plus their descendants."""
     me = os.getpid()
     found: dict[int, psutil.Process] = {}
-    # create_time ticks at 1/100 s and is derived from boot time; a second of slack covers both.
+    # Only a speed-up (older processes cannot carry a fresh marker): psutil derives create_time
+    # from a whole-second boot time, measured here more than a second off time.time(), so the
+    # window is generous.
     for proc in psutil.process_iter(["create_time"]):
         created = proc.info.get("create_time")
-        if proc.pid == me or created is None or created < since - 1.0:
+        if proc.pid == me or created is None or created < since - _CREATE_TIME_SLACK_S:
             continue
         with suppress(psutil.Error):
             if proc.environ().get(RUN_MARKER_ENV) == marker:

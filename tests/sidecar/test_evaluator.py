@@ -17,10 +17,11 @@ from hooks.config import AgentHookConfig, PromptHookConfig
 from hooks.executors.agent import AgentExecutor
 from hooks.executors.prompt import PromptExecutor
 from hooks.types import ExecutionReport
+from sidecar import evaluator
 from sidecar.evaluator import SdkModelClient
 from sidecar.scripted_model import ScriptedModelServer, parse_scenario
 from sidecar.scripted_model.scenario import content_text
-from sidecar.sdk_env import OFFLINE_ENV
+from sidecar.sdk_env import offline_env
 from tests.hooks.test_executor_prompt import make_call
 
 pytestmark = pytest.mark.cli
@@ -58,18 +59,24 @@ class Rig:
 async def rig(scenario: dict[str, Any], tmp_path: Path) -> AsyncIterator[Rig]:
     server = ScriptedModelServer(parse_scenario(scenario))
     async with server.running() as url:
-        home = tmp_path / "cli-home"
-        (home / ".claude").mkdir(parents=True)
         mark = os.urandom(8).hex()
-        env = {
-            **OFFLINE_ENV,
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "scripted-model-offline",
-            "HOME": str(home),
-            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-            TEST_MARK_ENV: mark,
-        }
+        env = {**offline_env(url, tmp_path / "cli-home"), TEST_MARK_ENV: mark}
         yield Rig(server, SdkModelClient(env, None, tmp_path / "data"), mark)
+
+
+@pytest.fixture
+def killed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """pids hit by the evaluator's own deadline kill (not by the SDK's slower terminate-on-close)."""
+    hit: list[int] = []
+    real = evaluator.kill_marked_processes
+
+    def recording(marker: str, since: float) -> list[psutil.Process]:
+        victims = real(marker, since)
+        hit.extend(p.pid for p in victims)
+        return victims
+
+    monkeypatch.setattr(evaluator, "kill_marked_processes", recording)
+    return hit
 
 
 def pre_tool(command: str) -> dict[str, Any]:
@@ -124,7 +131,7 @@ async def test_prompt_hook_malformed_answer_is_a_hook_error(tmp_path: Path) -> N
 
 
 @pytest.mark.asyncio
-async def test_prompt_hook_timeout_leaves_no_cli_process(tmp_path: Path) -> None:
+async def test_prompt_hook_timeout_leaves_no_cli_process(tmp_path: Path, killed: list[int]) -> None:
     # The model streams one character every two seconds: it will not finish before the deadline.
     slow = {"rules": VERDICT_RULES, "text_chunk": 1, "delta_delay_ms": 2000}
     async with rig(slow, tmp_path) as r:
@@ -142,6 +149,7 @@ async def test_prompt_hook_timeout_leaves_no_cli_process(tmp_path: Path) -> None
         [report] = reports
         assert report.status == "timeout"
         assert seen, "the CLI was running while the model streamed"
+        assert set(seen) <= set(killed), "the deadline itself killed the CLI"
         assert r.processes() == []
 
 
@@ -225,7 +233,7 @@ async def test_agent_hook_turn_limit_is_a_hook_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.asyncio
-async def test_agent_hook_timeout_leaves_no_process(tmp_path: Path) -> None:
+async def test_agent_hook_timeout_leaves_no_process(tmp_path: Path, killed: list[int]) -> None:
     project = tmp_path / "project"
     project.mkdir()
     slow = {"default": "x" * 100, "text_chunk": 1, "delta_delay_ms": 2000}
@@ -244,4 +252,5 @@ async def test_agent_hook_timeout_leaves_no_process(tmp_path: Path) -> None:
         [report] = reports
         assert report.status == "timeout"
         assert seen
+        assert set(seen) <= set(killed), "the deadline itself killed the subagent"
         assert r.processes() == []
