@@ -1,0 +1,56 @@
+"""The one bridge between the SDK's hook callbacks and our HookRunner: every SDK hook event of a session goes through here."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from hooks.aggregate import to_hook_json
+from hooks.runner import HookRunner
+from hooks.types import SessionContext
+from sidecar.permissions import PermissionBroker
+
+log = logging.getLogger("sidecar.hook_bridge")
+
+
+class RunnerBridge:
+    """Implements sidecar.agent.HookBridge: fire the runner, turn a hook's "ask" into a frontend permission round trip."""
+
+    __slots__ = ("runner", "session", "broker")
+
+    def __init__(self, runner: HookRunner, session: SessionContext, broker: PermissionBroker) -> None:
+        self.runner = runner
+        self.session = session
+        self.broker = broker
+
+    def budget_s(self, event: str) -> float:
+        budget = self.runner.budget_s(event)
+        if event == "PreToolUse":
+            budget += self.broker.timeout_s  # an "ask" waits for the user inside the same callback
+        return budget
+
+    async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
+        # The frontend knows the session by our id; hooks and tracking must too.
+        payload["session_id"] = self.session.session_id
+        agg = await self.runner.fire(event, payload, self.session, tool_use_id=tool_use_id)
+        output = to_hook_json(agg)
+        if event == "PreToolUse" and agg.decision == "ask":
+            output = await self._ask(payload, agg.updated_input, agg.reason, output)
+        return output
+
+    async def _ask(
+        self, payload: dict[str, Any], updated_input: dict[str, Any] | None, reason: str | None, output: dict[str, Any]
+    ) -> dict[str, Any]:
+        tool_name = str(payload.get("tool_name") or "")
+        tool_input = updated_input if updated_input is not None else dict(payload.get("tool_input") or {})
+        answer = await self.broker.ask(tool_name, tool_input, payload.get("tool_use_id"), reason)
+        specific = dict(output.get("hookSpecificOutput") or {"hookEventName": "PreToolUse"})
+        if answer.allow:
+            specific["permissionDecision"] = "allow"
+            specific["permissionDecisionReason"] = "allowed by the user"
+            if answer.updated_input is not None:
+                specific["updatedInput"] = answer.updated_input
+        else:
+            specific["permissionDecision"] = "deny"
+            specific["permissionDecisionReason"] = answer.message or "The user denied this tool call."
+        return {**output, "hookSpecificOutput": specific}

@@ -1,0 +1,92 @@
+"""Turns the hook engine's observer callbacks into the hook_started / hook_progress / hook_response IPC events."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from hooks.types import HookProgress, HookResult, HookStarted
+
+NotifyFn = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+# hook_progress lines longer than this are cut: a hook printing one 50 MB line must not become one 50 MB event.
+MAX_PROGRESS_LINE = 4096
+# stdout/stderr carried in hook_response; the full capped text stays in the tracking files.
+MAX_RESPONSE_TEXT = 16 * 1024
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit} more characters]"
+
+
+def hook_response_params(result: HookResult, session_id: str) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "sessionId": session_id,
+        "executionId": result.execution_id,
+        "hookId": result.hook_id,
+        "hookName": result.hook_name,
+        "hookType": result.hook_type,
+        "source": result.source,
+        "event": result.event,
+        "outcome": result.outcome,
+        "durationMs": round(result.duration_ms, 3),
+        "failClosed": result.fail_closed,
+        "background": result.background,
+        "enforced": result.enforced,
+    }
+    if result.exit_code is not None:
+        params["exitCode"] = result.exit_code
+    if result.output is not None:
+        params["output"] = result.output.to_json_dict()
+    if result.text:
+        params["text"] = _cut(result.text, MAX_RESPONSE_TEXT)
+    if result.stdout:
+        params["stdout"] = _cut(result.stdout, MAX_RESPONSE_TEXT)
+    if result.stderr:
+        params["stderr"] = _cut(result.stderr, MAX_RESPONSE_TEXT)
+    if result.error:
+        params["error"] = result.error
+    if result.traceback:
+        params["traceback"] = result.traceback
+    return params
+
+
+class IpcHookObserver:
+    """A HookObserver that forwards every execution to the frontend as notifications."""
+
+    __slots__ = ("_notify",)
+
+    def __init__(self, notify: NotifyFn) -> None:
+        self._notify = notify
+
+    async def on_started(self, started: HookStarted) -> None:
+        params: dict[str, Any] = {
+            "sessionId": started.session_id,
+            "executionId": started.execution_id,
+            "hookId": started.hook_id,
+            "hookName": started.hook_name,
+            "hookType": started.hook_type,
+            "source": started.source,
+            "event": started.event,
+        }
+        if started.tool_use_id:
+            params["toolUseId"] = started.tool_use_id
+        await self._notify("hook_started", params)
+
+    async def on_progress(self, progress: HookProgress) -> None:
+        await self._notify(
+            "hook_progress",
+            {
+                "sessionId": progress.session_id,
+                "executionId": progress.execution_id,
+                "hookName": progress.hook_name,
+                "event": progress.event,
+                "stream": progress.stream,
+                "line": _cut(progress.line, MAX_PROGRESS_LINE),
+            },
+        )
+
+    async def on_response(self, result: HookResult, session_id: str) -> None:
+        await self._notify("hook_response", hook_response_params(result, session_id))

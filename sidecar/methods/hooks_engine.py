@@ -1,0 +1,132 @@
+"""hooks/list, hooks/reload, hooks/trust and hooks/test: the hook engine, per live session or per project."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ipc import protocol as p
+from ipc.errors import InvalidParams
+from sidecar.app import CallContext, SidecarApp
+from sidecar.methods._services import session_manager
+
+
+def _dir(value: str, field: str) -> Path:
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise InvalidParams(f"{field} {value!r} is not a directory", data={field: value})
+    return path.resolve()
+
+
+async def _project_hookset(params: p.HookScope):
+    from sidecar.sessions import load_session_hookset
+
+    project = _dir(params.project_dir or "", "projectDir")
+    vault = _dir(params.vault_dir, "vaultDir") if params.vault_dir else None
+    return await anyio.to_thread.run_sync(
+        load_session_hookset, project, vault, session_manager_data_dir()
+    )
+
+
+def session_manager_data_dir() -> Path:
+    from hooks.paths import data_dir
+
+    return data_dir()
+
+
+def _listing(hookset) -> dict[str, Any]:
+    return {"hooks": hookset.to_listing(), "warnings": list(hookset.warnings)}
+
+
+def _result_dict(result) -> dict[str, Any]:
+    from sidecar.hook_events import hook_response_params
+
+    data = hook_response_params(result, "")
+    data.pop("sessionId", None)
+    return data
+
+
+def _aggregate_dict(agg) -> dict[str, Any]:
+    from hooks.aggregate import to_hook_json
+
+    return {
+        "event": agg.event,
+        "decision": agg.decision,
+        "reason": agg.reason,
+        "additionalContext": agg.additional_context,
+        "updatedInput": agg.updated_input,
+        "systemMessages": list(agg.system_messages),
+        "continue": agg.continue_,
+        "stopReason": agg.stop_reason,
+        "hookOutput": to_hook_json(agg),
+    }
+
+
+def register(app: SidecarApp) -> None:
+    @app.method("hooks/list")
+    async def hooks_list(params: p.HookScope, call: CallContext) -> dict:
+        if params.session_id:
+            return _listing(session_manager(app).get(params.session_id).runner.hookset)
+        return _listing(await _project_hookset(params))
+
+    @app.method("hooks/reload")
+    async def hooks_reload(params: p.HookScope, call: CallContext) -> dict:
+        if params.session_id:
+            runner = session_manager(app).get(params.session_id).runner
+            return _listing(await anyio.to_thread.run_sync(runner.reload))
+        return _listing(await _project_hookset(params))
+
+    @app.method("hooks/trust")
+    async def hooks_trust(params: p.HooksTrustParams, call: CallContext) -> p.HooksTrustResult:
+        from hooks.trust import TrustStore
+
+        project = _dir(params.project_dir, "projectDir")
+        digest = await anyio.to_thread.run_sync(TrustStore().trust, project)
+        # Live sessions of this project pick the newly trusted hooks up at once.
+        for session in session_manager(app).live_sessions():
+            if session.project_dir == project:
+                await anyio.to_thread.run_sync(session.runner.reload)
+        return p.HooksTrustResult(trusted=True, hash=digest)
+
+    @app.method("hooks/test")
+    async def hooks_test(params: p.HooksTestParams, call: CallContext) -> dict:
+        from hooks.runner import HookRunner
+        from hooks.types import ALL_EVENTS, SessionContext
+        from sidecar.hook_events import IpcHookObserver
+
+        if params.event not in ALL_EVENTS:
+            raise InvalidParams(f"unknown hook event {params.event!r}", data={"event": params.event, "events": list(ALL_EVENTS)})
+        if params.session_id:
+            session = session_manager(app).get(params.session_id)
+            hookset, context = session.runner.hookset, session.context
+        else:
+            hookset = await _project_hookset(params)
+            sid = f"hooks-test-{uuid.uuid4().hex[:12]}"
+
+            async def emit(event: str, payload: dict[str, Any]) -> None:
+                await app.notify(event, {**payload, "sessionId": sid})
+
+            context = SessionContext(
+                session_id=sid, project_dir=hookset.project_dir, vault_dir=hookset.vault_dir,
+                data_dir=session_manager_data_dir(), emit=emit,
+            )
+        if params.hook_name:
+            hookset = hookset.only(params.hook_name)
+            if not hookset.entries:
+                raise InvalidParams(f"no hook named {params.hook_name!r}", data={"hookName": params.hook_name})
+        tool_use_id = params.payload.get("tool_use_id")
+        if params.session_id and not params.hook_name:
+            agg = await session.runner.fire(params.event, dict(params.payload), context, tool_use_id=tool_use_id)
+        else:
+            from hooks.executors.remote import default_llm_executors
+
+            runner = HookRunner(hookset, IpcHookObserver(app.notify), executors=default_llm_executors(None),
+                                data_dir=context.data_dir)
+            try:
+                agg = await runner.fire(params.event, dict(params.payload), context, tool_use_id=tool_use_id)
+            finally:
+                await runner.aclose()
+        return {"aggregate": _aggregate_dict(agg), "results": [_result_dict(r) for r in agg.results]}

@@ -1,0 +1,16 @@
+"""memory/search: full-text search over what the memory hooks stored."""
+
+from __future__ import annotations
+
+from ipc import protocol as p
+from sidecar.app import CallContext, SidecarApp
+
+
+def register(app: SidecarApp) -> None:
+    @app.method("memory/search")
+    async def memory_search(params: p.MemorySearchParams, call: CallContext) -> dict:
+        from hooks.memory.search import search_memory
+        from hooks.paths import data_dir
+
+        results = await search_memory(data_dir(), params.query, project=params.project, limit=params.limit)
+        return {"results": results}

@@ -1,0 +1,53 @@
+"""session/new, session/prompt, session/cancel, session/end and session/list."""
+
+from __future__ import annotations
+
+from ipc import protocol as p
+from sidecar.app import CallContext, SidecarApp
+from sidecar.methods._services import has_session_manager, session_manager
+
+
+def register(app: SidecarApp) -> None:
+    @app.on_shutdown
+    async def end_sessions() -> None:
+        if has_session_manager(app):
+            await session_manager(app).end_all("other")
+
+    @app.method("session/new")
+    async def session_new(params: p.SessionNewParams, call: CallContext) -> p.SessionNewResult:
+        session, hookset = await session_manager(app).new(
+            project_dir=params.project_dir,
+            session_id=params.session_id,
+            vault_dir=params.vault_dir,
+            model=params.model,
+            permission_mode=params.permission_mode,
+            allowed_tools=params.allowed_tools,
+            system_prompt=params.system_prompt,
+        )
+        states = [spec.state for spec in hookset.entries]
+        return p.SessionNewResult(
+            session_id=session.session_id,
+            model=session.model,
+            hooks=p.HookCounts(
+                active=states.count("active"), untrusted=states.count("untrusted"), dropped=states.count("dropped")
+            ),
+        )
+
+    @app.method("session/prompt")
+    async def session_prompt(params: p.SessionPromptParams, call: CallContext) -> dict:
+        result = await session_manager(app).prompt(params.session_id, params.prompt)
+        result.pop("isError", None)
+        return result
+
+    @app.method("session/cancel")
+    async def session_cancel(params: p.SessionRef, call: CallContext) -> p.SessionCancelResult:
+        return p.SessionCancelResult(cancelled=await session_manager(app).cancel(params.session_id))
+
+    @app.method("session/end")
+    async def session_end(params: p.SessionEndParams, call: CallContext) -> p.SessionEndResult:
+        ran = await session_manager(app).end(params.session_id, params.reason)
+        return p.SessionEndResult(ended=True, hooks_ran=ran)
+
+    @app.method("session/list")
+    async def session_list(params: p.Empty, call: CallContext) -> dict:
+        return {"sessions": session_manager(app).list()}

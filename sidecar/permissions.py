@@ -1,0 +1,84 @@
+"""Permission round trips to the frontend (`session/request_permission`) and the per-session always-allow / always-reject memory."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sidecar.agent import PermissionAnswer
+
+log = logging.getLogger("sidecar.permissions")
+
+RequestFn = Callable[[str, dict[str, Any], float], Awaitable[Any]]
+
+PERMISSION_OPTIONS: list[dict[str, str]] = [
+    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow this tool in this session", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject this tool in this session", "kind": "reject_always"},
+]
+_OPTION_IDS = frozenset(o["optionId"] for o in PERMISSION_OPTIONS)
+
+
+@dataclass(slots=True)
+class PermissionBroker:
+    """Asks the frontend about one session's tools; remembers `*_always` answers per tool name for the session."""
+
+    session_id: str
+    request: RequestFn
+    timeout_s: float = 120.0
+    always_allowed: set[str] = field(default_factory=set)
+    always_rejected: set[str] = field(default_factory=set)
+
+    async def ask(
+        self,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        tool_use_id: str | None,
+        reason: str | None,
+    ) -> PermissionAnswer:
+        if tool_name in self.always_allowed:
+            return PermissionAnswer(True)
+        if tool_name in self.always_rejected:
+            return PermissionAnswer(False, message=f"The user rejected every use of {tool_name} in this session.")
+        params: dict[str, Any] = {
+            "sessionId": self.session_id,
+            "toolUseId": tool_use_id or "",
+            "toolName": tool_name,
+            "toolInput": tool_input,
+            "options": PERMISSION_OPTIONS,
+        }
+        if reason:
+            params["reason"] = str(reason)
+        try:
+            answer = await self.request("session/request_permission", params, self.timeout_s)
+        except TimeoutError:
+            log.warning("permission request for %s timed out after %.0f s", tool_name, self.timeout_s)
+            return PermissionAnswer(
+                False,
+                message=(
+                    f"Permission to use {tool_name} was not granted: the user did not answer within "
+                    f"{self.timeout_s:g} seconds. Do not retry the same call; ask the user instead."
+                ),
+            )
+        except Exception as exc:  # the frontend is gone or answered with an error: never run the tool
+            log.warning("permission request for %s failed: %s", tool_name, exc)
+            return PermissionAnswer(False, message=f"Permission to use {tool_name} could not be obtained ({exc}).")
+        return self._interpret(tool_name, answer)
+
+    def _interpret(self, tool_name: str, answer: Any) -> PermissionAnswer:
+        if hasattr(answer, "model_dump"):
+            answer = answer.model_dump(by_alias=True)
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        option = outcome.get("optionId") if isinstance(outcome, dict) else None
+        if isinstance(outcome, dict) and outcome.get("outcome") == "selected" and option in _OPTION_IDS:
+            if option == "allow_always":
+                self.always_allowed.add(tool_name)
+            elif option == "reject_always":
+                self.always_rejected.add(tool_name)
+            if option.startswith("allow"):
+                return PermissionAnswer(True)
+            return PermissionAnswer(False, message=f"The user rejected this use of {tool_name}.")
+        return PermissionAnswer(False, message=f"The user dismissed the permission request for {tool_name}.")

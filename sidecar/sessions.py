@@ -1,0 +1,297 @@
+"""SessionManager: the live agent sessions, each with its own hook set, runner, permission broker and SDK client."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from hooks.builtin import builtin_registry
+from hooks.hookset import HookSet, load_hookset
+from hooks.registry import HookRegistry, default_registry
+from hooks.runner import HookRunner
+from hooks.types import AggregateResult, SessionContext
+from ipc.errors import InvalidParams, ModelUnavailable, SessionBusy, SessionNotFound
+from sidecar.hook_events import IpcHookObserver
+
+log = logging.getLogger("sidecar.sessions")
+
+NotifyFn = Callable[[str, dict[str, Any]], Awaitable[None]]
+RequestFn = Callable[[str, dict[str, Any], float], Awaitable[Any]]
+
+SESSION_END_BUDGET_S = 1.5
+# Ended sessions stay listed (state "ended") so a late request gets a clear answer; bounded.
+MAX_ENDED_REMEMBERED = 256
+
+
+@dataclass(slots=True)
+class SessionSettings:
+    """Knobs of the session layer; the sidecar's command line can change them."""
+
+    data_dir: Path
+    permission_timeout_s: float = 120.0
+    session_end_budget_s: float = SESSION_END_BUDGET_S
+
+
+def build_registry(hookset_options: dict[str, dict[str, Any]], data_dir: Path) -> HookRegistry:
+    """Built-in hooks first, then whatever the embedding application registered on the default registry."""
+    registry = builtin_registry(hookset_options, data_dir=data_dir)
+    for extra in default_registry:
+        registry.add(extra)
+    return registry
+
+
+def load_session_hookset(project_dir: Path, vault_dir: Path | None, data_dir: Path) -> HookSet:
+    # Built-in options live in the built-in settings file; read them (cheap) before building the registry.
+    probe = load_hookset(project_dir, vault_dir, registry=HookRegistry())
+    return load_hookset(project_dir, vault_dir, registry=build_registry(probe.builtin_options, data_dir))
+
+
+@dataclass(slots=True)
+class Session:
+    session_id: str
+    project_dir: Path
+    vault_dir: Path | None
+    model: str
+    context: SessionContext
+    runner: HookRunner
+    agent: Any  # sidecar.agent.AgentSession (imported lazily: the SDK import is slow)
+    created_at: str
+    state: str = "idle"  # idle | running | ended
+    end_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    hooks_ran_at_end: int = 0
+
+    def info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "sessionId": self.session_id,
+            "projectDir": str(self.project_dir),
+            "model": self.model,
+            "state": self.state,
+            "createdAt": self.created_at,
+        }
+        if self.vault_dir is not None:
+            info["vaultDir"] = str(self.vault_dir)
+        return info
+
+
+class SessionManager:
+    """Creates, runs and ends sessions; everything a session does reaches the frontend through `notify`."""
+
+    def __init__(self, settings: SessionSettings, notify: NotifyFn, request: RequestFn) -> None:
+        self.settings = settings
+        self._notify = notify
+        self._request = request
+        self._sessions: dict[str, Session] = {}
+        self._ended: dict[str, Session] = {}
+        self._starting: set[str] = set()
+
+    # ------------------------------------------------------------------ lookup
+
+    def get(self, session_id: str) -> Session:
+        session = self._sessions.get(session_id)
+        if session is not None:
+            return session
+        if session_id in self._ended:
+            raise SessionNotFound(f"session {session_id} has ended", data={"sessionId": session_id, "state": "ended"})
+        raise SessionNotFound(f"no session {session_id}", data={"sessionId": session_id})
+
+    def list(self) -> list[dict[str, Any]]:
+        return [s.info() for s in (*self._sessions.values(), *self._ended.values())]
+
+    def live_sessions(self) -> list[Session]:
+        return list(self._sessions.values())
+
+    # ------------------------------------------------------------------ create
+
+    async def new(
+        self,
+        *,
+        project_dir: str,
+        session_id: str | None = None,
+        vault_dir: str | None = None,
+        model: str | None = None,
+        permission_mode: str | None = None,
+        allowed_tools: list[str] | None = None,
+        system_prompt: str | None = None,
+    ) -> tuple[Session, HookSet]:
+        project = Path(project_dir).expanduser()
+        if not project.is_dir():
+            raise InvalidParams(f"projectDir {project_dir!r} is not a directory", data={"projectDir": project_dir})
+        project = project.resolve()
+        vault = None
+        if vault_dir is not None:
+            vault = Path(vault_dir).expanduser()
+            if not vault.is_dir():
+                raise InvalidParams(f"vaultDir {vault_dir!r} is not a directory", data={"vaultDir": vault_dir})
+            vault = vault.resolve()
+        sid = session_id or str(uuid.uuid4())
+        if sid in self._sessions or sid in self._starting or sid in self._ended:
+            raise InvalidParams(f"session id {sid} is already in use", data={"sessionId": sid})
+        self._starting.add(sid)
+        try:
+            session, hookset = await self._create(sid, project, vault, model, permission_mode, allowed_tools, system_prompt)
+        finally:
+            self._starting.discard(sid)
+        self._sessions[sid] = session
+        return session, hookset
+
+    async def _create(
+        self,
+        sid: str,
+        project: Path,
+        vault: Path | None,
+        model: str | None,
+        permission_mode: str | None,
+        allowed_tools: list[str] | None,
+        system_prompt: str | None,
+    ) -> tuple[Session, HookSet]:
+        from sidecar.agent import AgentConfig, AgentSession
+        from sidecar.evaluator import SdkModelClient
+        from sidecar.hook_bridge import RunnerBridge
+        from sidecar.permissions import PermissionBroker
+        from sidecar.sdk_env import ModelConfigError, build_model_env
+
+        from hooks.executors.remote import default_llm_executors
+
+        data_dir = self.settings.data_dir
+        try:
+            env, model_name, _server = build_model_env(model, data_dir, sid)
+        except ModelConfigError as exc:
+            raise ModelUnavailable(str(exc), data={"model": model}) from exc
+
+        hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir)
+        notify = self._notify
+
+        async def emit(event: str, payload: dict[str, Any]) -> None:
+            await notify(event, {**payload, "sessionId": sid})
+
+        context = SessionContext(session_id=sid, project_dir=project, vault_dir=vault, data_dir=data_dir, emit=emit)
+        runner = HookRunner(
+            hookset,
+            IpcHookObserver(notify),
+            executors=default_llm_executors(SdkModelClient(env, None, data_dir)),
+            data_dir=data_dir,
+        )
+        broker = PermissionBroker(sid, self._request, self.settings.permission_timeout_s)
+        bridge = RunnerBridge(runner, context, broker)
+
+        start = await runner.fire(
+            "SessionStart",
+            {"session_id": sid, "transcript_path": "", "cwd": str(project), "hook_event_name": "SessionStart",
+             "source": "startup", **({"model": model_name} if model_name else {})},
+            context,
+        )
+
+        async def on_update(update: dict[str, Any]) -> None:
+            await notify("session/update", {"sessionId": sid, "update": update})
+
+        async def on_compact(summary: str, trigger: str) -> None:
+            await runner.fire(
+                "PostCompact",
+                {"session_id": sid, "cwd": str(project), "hook_event_name": "PostCompact",
+                 "compact_summary": summary, "trigger": trigger},
+                context,
+            )
+
+        config = AgentConfig(
+            project_dir=project,
+            session_id=sid,
+            model=model_name,
+            env=env,
+            permission_mode=permission_mode,
+            allowed_tools=list(allowed_tools or []),
+            system_prompt=system_prompt,
+            append_context=_session_start_context(start),
+        )
+        agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
+        try:
+            await agent.start()
+        except Exception as exc:
+            await runner.aclose()
+            log.exception("session %s: the agent did not start", sid)
+            raise ModelUnavailable(f"the agent could not start: {exc}", data={"sessionId": sid}) from exc
+        session = Session(
+            session_id=sid,
+            project_dir=project,
+            vault_dir=vault,
+            model=model or model_name or "default",
+            context=context,
+            runner=runner,
+            agent=agent,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        )
+        return session, hookset
+
+    # ------------------------------------------------------------------ run
+
+    async def prompt(self, session_id: str, text: str) -> dict[str, Any]:
+        session = self.get(session_id)
+        if session.state == "running":
+            raise SessionBusy(f"session {session_id} is already running a prompt", data={"sessionId": session_id})
+        session.state = "running"
+        try:
+            result = await session.agent.prompt(text)
+        finally:
+            if session.state == "running":
+                session.state = "idle"
+        return result.to_dict()
+
+    async def cancel(self, session_id: str) -> bool:
+        session = self.get(session_id)
+        if session.state != "running":
+            return False
+        return bool(await session.agent.cancel())
+
+    # ------------------------------------------------------------------ end
+
+    async def end(self, session_id: str, reason: str = "other") -> int:
+        """Fire SessionEnd within its budget, close the agent and the runner; returns how many hooks ran."""
+        session = self.get(session_id)
+        async with session.end_lock:
+            if session.state == "ended":
+                return session.hooks_ran_at_end
+            if session.state == "running":
+                with anyio.move_on_after(2.0):
+                    await session.agent.cancel()
+            session.state = "ended"
+            agg: AggregateResult | None = None
+            with anyio.move_on_after(self.settings.session_end_budget_s) as scope:
+                agg = await session.runner.fire(
+                    "SessionEnd",
+                    {"session_id": session_id, "cwd": str(session.project_dir), "hook_event_name": "SessionEnd",
+                     "reason": reason},
+                    session.context,
+                )
+            if scope.cancelled_caught:
+                log.warning("session %s: SessionEnd hooks overran the %.1f s budget", session_id,
+                            self.settings.session_end_budget_s)
+            session.hooks_ran_at_end = len(agg.results) if agg is not None else 0
+            with anyio.CancelScope(shield=True):
+                await session.agent.close()
+                await session.runner.aclose()
+        self._sessions.pop(session_id, None)
+        self._ended[session_id] = session
+        while len(self._ended) > MAX_ENDED_REMEMBERED:
+            self._ended.pop(next(iter(self._ended)))
+        return session.hooks_ran_at_end
+
+    async def end_all(self, reason: str = "other") -> None:
+        async with anyio.create_task_group() as tg:
+            for sid in list(self._sessions):
+                tg.start_soon(self._end_quietly, sid, reason)
+
+    async def _end_quietly(self, session_id: str, reason: str) -> None:
+        try:
+            await self.end(session_id, reason)
+        except Exception:
+            log.exception("ending session %s failed", session_id)
+
+
+def _session_start_context(agg: AggregateResult) -> str | None:
+    return agg.additional_context or None
