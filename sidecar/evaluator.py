@@ -122,6 +122,9 @@ async def run_with_deadline(marker: str, timeout_s: float, work: Callable[[], Aw
                 # alike: whatever the session left behind does not outlive this call. The
                 # kill is synchronous so that it lands before `work` starts unwinding.
                 victims = kill_marked_processes(marker, since)
+                if victims:
+                    why = "deadline" if timed_out else "end of evaluation"
+                    log.warning("evaluator %s: killed %d leftover process(es): %s", why, len(victims), [p.pid for p in victims])
                 with anyio.CancelScope(shield=True):
                     await wait_gone(victims)
             group.cancel_scope.cancel()
