@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sidecar.app import SidecarApp
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -15,7 +20,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | None = None) -> int:
+    """Run the sidecar; `setup(app)` may register extra methods first (embedders, tests)."""
     args = parse_args(argv)
     from sidecar import logging_setup
 
@@ -29,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
 
     app = SidecarApp(shutdown_budget=args.shutdown_budget)
     register_all(app)
+    if setup is not None:
+        setup(app)
     policy = ShutdownPolicy(grace=args.grace, hard_deadline=args.grace + args.shutdown_budget + 8.0)
     try:
         return anyio.run(lambda: serve_stdio(app, policy, max_line_bytes=args.max_line_bytes))
