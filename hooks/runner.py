@@ -21,7 +21,7 @@ from hooks.interpret import STOP_EVENTS, decision_of, make_result, updated_input
 from hooks.matchers import match_target
 from hooks.paths import data_dir as default_data_dir
 from hooks.paths import project_hash, validate_session_id
-from hooks.tracking import TrackingWriter, _tracking_record, now_iso
+from hooks.tracking import TrackingWriter, _tracking_record
 from hooks.types import (
     BLOCKING_EVENTS,
     AggregateResult,
@@ -172,13 +172,12 @@ class HookRunner:
         results = []
         current = payload
         for spec in specs:
-            result = await self._execute(spec, event, current, session, tool_use_id)
+            result = await self._execute(spec, event, current, session, tool_use_id, loop_guard=loop_guard)
             results.append(result)
+            if not result.enforced:
+                continue
             decision, _ = decision_of(result, event)
             if decision in ("deny", "block"):
-                if loop_guard:
-                    result.enforced = False
-                    continue
                 break
             updated = updated_input_of(result)
             if updated is not None and "tool_input" in current:
@@ -217,6 +216,7 @@ class HookRunner:
         session: SessionContext,
         tool_use_id: str | None,
         execution_id: str | None = None,
+        loop_guard: bool = False,
     ) -> HookResult:
         if execution_id is None:
             execution_id = await self._announce(spec, event, session, tool_use_id)
@@ -255,6 +255,8 @@ class HookRunner:
         result = make_result(spec, event, report, execution_id, (time.perf_counter() - started) * 1000)
         if fail_open:
             result.fail_closed = False
+        if loop_guard and result.outcome != "cancelled" and decision_of(result, event)[0] == "block":
+            result.enforced = False  # reported, not enforced: a second Stop block would loop forever
         if result.outcome != "success" and result.error:
             log.warning("hook %r (%s) on %s: %s: %s", spec.name, spec.type, event, result.outcome, result.error)
         elif self._debug:
@@ -295,7 +297,7 @@ class HookRunner:
                 self._track_paths[key] = paths
             events_path, timing_path, project = paths
             record = _tracking_record(result)
-            ts = now_iso()
+            ts = time.time()  # formatted by the writer thread
             self._tracker.write(events_path, {"ts": ts, "sessionId": session.session_id, **record})
             self._tracker.write(
                 timing_path,

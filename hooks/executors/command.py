@@ -66,7 +66,11 @@ class CommandExecutor:
 
 
 class _Run:
-    """One child process: spawn, feed stdin, drain both pipes, wait for exit via a pidfd, kill the group on timeout."""
+    """One child process, driven by loop callbacks: spawn, feed stdin, drain both pipes, see the exit via a pidfd, kill the group on timeout.
+
+    Everything settles one future (exit seen and both pipes closed), so a fast
+    hook costs one wake-up of the awaiting task.
+    """
 
     def __init__(self, call: HookCall, command: str, cwd: Path, env: dict[str, str], data: bytes, grace: float) -> None:
         self.call = call
@@ -80,13 +84,16 @@ class _Run:
         self.out = Capture(streaming)
         self.err = Capture(streaming)
         self.pending: collections.deque[tuple[str, str]] = collections.deque()
-        self.wake = asyncio.Event()
+        self.wake: asyncio.Event | None = asyncio.Event() if streaming else None
         self.open_pipes = 2
-        self.pipes_closed = self.loop.create_future()
-        self.exited = self.loop.create_future()
+        self.exited = False
+        self.timed_out = False
+        self.settled = self.loop.create_future()
+        self.timers: list[asyncio.TimerHandle] = []
         self.proc: subprocess.Popen[bytes] | None = None
         self.fds: list[int] = []
         self.writing = False
+        self.streams_done = False
 
     async def go(self) -> ExecutionReport:
         try:
@@ -102,34 +109,27 @@ class _Run:
             )
         except OSError as exc:
             return ExecutionReport(status="error", error=f"could not start hook command (cwd {self.cwd}): {exc}")
-        proc = self.proc
         pump = None
         try:
-            self._watch(proc)
-            if self.out.stream:
+            self._watch(self.proc)
+            self.timers.append(self.loop.call_later(self.call.timeout_s, self._on_timeout))
+            if self.wake is not None:
                 pump = self.loop.create_task(self._pump())
-            timed_out = False
-            try:
-                async with asyncio.timeout(self.call.timeout_s):
-                    await self.exited
-            except TimeoutError:
-                timed_out = True
-                await self._kill_group()
-            await self._await_pipes()
+            await self.settled
             self.out.finish()
             self.err.finish()
             self._queue_lines()
             if pump is not None:
-                self.open_pipes = -1
-                self.wake.set()
+                self.streams_done = True
+                self.wake.set()  # type: ignore[union-attr]
                 await pump
-            return self._report(timed_out)
+            return self._report(self.timed_out)
         finally:
             if pump is not None and not pump.done():
                 pump.cancel()
             self._cleanup()
 
-    # ------------------------------------------------------------------ plumbing
+    # ------------------------------------------------------------------ loop callbacks
 
     def _watch(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdin and proc.stdout and proc.stderr
@@ -149,8 +149,28 @@ class _Run:
 
     def _on_exit(self, pidfd: int) -> None:
         self.loop.remove_reader(pidfd)
-        if not self.exited.done():
-            self.exited.set_result(None)
+        self.exited = True
+        if self.open_pipes:
+            # Something the hook started still holds our pipes: give it a moment, then it dies with the group.
+            self.timers.append(self.loop.call_later(PIPE_LINGER_S, self._signal, signal.SIGKILL))
+        self._maybe_settle()
+
+    def _on_timeout(self) -> None:
+        if self.exited and not self.open_pipes:
+            return
+        self.timed_out = True
+        self._signal(signal.SIGTERM)
+        self.timers.append(self.loop.call_later(self.grace, self._signal, signal.SIGKILL))
+        # Last resort: if even SIGKILL cannot close the pipes (a process escaped the group), stop waiting.
+        self.timers.append(self.loop.call_later(2 * self.grace + 1.0, self._give_up))
+
+    def _give_up(self) -> None:
+        if not self.settled.done():
+            self.settled.set_result(None)
+
+    def _maybe_settle(self) -> None:
+        if self.exited and not self.open_pipes and not self.settled.done():
+            self.settled.set_result(None)
 
     def _on_readable(self, fd: int, cap: Capture) -> None:
         try:
@@ -166,8 +186,7 @@ class _Run:
             return
         self.loop.remove_reader(fd)
         self.open_pipes -= 1
-        if self.open_pipes == 0 and not self.pipes_closed.done():
-            self.pipes_closed.set_result(None)
+        self._maybe_settle()
 
     def _on_writable(self, fd: int) -> None:
         try:
@@ -195,11 +214,12 @@ class _Run:
         for name, cap in (("stdout", self.out), ("stderr", self.err)):
             for line in cap.take_lines():
                 self.pending.append((name, line))
-        if self.pending:
+        if self.pending and self.wake is not None:
             self.wake.set()
 
     async def _pump(self) -> None:
         # One consumer keeps lines in arrival order however slow the observer is.
+        assert self.wake is not None
         while True:
             await self.wake.wait()
             self.wake.clear()
@@ -209,35 +229,8 @@ class _Run:
                     await self.call.progress(stream, line)  # type: ignore[arg-type]
                 except Exception:  # an observer bug must not fail the hook
                     pass
-            if self.open_pipes < 0:
+            if self.streams_done:
                 return
-
-    async def _kill_group(self) -> None:
-        self._signal(signal.SIGTERM)
-        try:
-            async with asyncio.timeout(self.grace):
-                await asyncio.shield(self.exited)
-        except TimeoutError:
-            pass
-        self._signal(signal.SIGKILL)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.grace):
-                await asyncio.shield(self.exited)
-
-    async def _await_pipes(self) -> None:
-        if self.pipes_closed.done():
-            return
-        try:
-            async with asyncio.timeout(PIPE_LINGER_S):
-                await asyncio.shield(self.pipes_closed)
-            return
-        except TimeoutError:
-            pass
-        # Something the hook started still holds our pipes: it dies with the group.
-        self._signal(signal.SIGKILL)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.grace):
-                await asyncio.shield(self.pipes_closed)
 
     def _signal(self, sig: int) -> None:
         if self.proc is None:
@@ -248,13 +241,18 @@ class _Run:
     def _report(self, timed_out: bool) -> ExecutionReport:
         proc = self.proc
         assert proc is not None
-        code = proc.wait()
+        try:
+            code = proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:  # only after _give_up: the shell itself could not be reaped
+            code = None
         stdout, stderr = self.out.text(), self.err.text()
         common: dict[str, Any] = dict(
             stdout=stdout, stderr=stderr, stdout_dropped=self.out.dropped, stderr_dropped=self.err.dropped
         )
         if timed_out:
             return ExecutionReport(status="timeout", error=f"timed out after {self.call.timeout_s:g} s; process group killed", **common)
+        if code is None:
+            return ExecutionReport(status="error", error="hook process could not be reaped", **common)
         if code == 2:
             return ExecutionReport(status="ok", exit_code=2, blocking_error=True, **common)
         report = ExecutionReport(status="ok", exit_code=code, **common)
@@ -270,7 +268,9 @@ class _Run:
         proc = self.proc
         if proc is None:
             return
-        if proc.returncode is None and not self.exited.done():
+        for timer in self.timers:
+            timer.cancel()
+        if not self.exited or self.open_pipes:
             # cancelled mid-run: nothing of the hook may outlive us
             self._signal(signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
