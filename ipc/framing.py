@@ -32,6 +32,7 @@ INCOMING_QUEUE = 512
 WRITE_BATCH = 256
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_dumps_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode
 
 
 @dataclass(slots=True, frozen=True)
@@ -45,7 +46,13 @@ def encode_message(message: Message) -> bytes:
     """One message as it goes on the wire: compact JSON, UTF-8, one line."""
     if isinstance(message, RawLine):
         return message.data + b"\n"
-    return _dumps(message).encode("utf-8") + b"\n"
+    text = _dumps(message)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        # A lone surrogate (JSON input may carry "\ud800", and errors echo it back) has no UTF-8 form;
+        # \u escapes are still valid JSON, and the answer must go out rather than vanish.
+        return _dumps_ascii(message).encode("ascii") + b"\n"
 
 
 class LineDecoder:
@@ -122,6 +129,9 @@ class LineDecoder:
             out.append(json.loads(text))
         except ValueError as exc:
             out.append(MalformedLine(f"invalid JSON: {exc}", length=len(line)))
+        except RecursionError:
+            # Deep nesting ([[[[...) exhausts the parser's stack; escaping here would lose the rest of the chunk.
+            out.append(MalformedLine("invalid JSON: nested too deeply", length=len(line)))
 
 
 @dataclass(slots=True)

@@ -128,7 +128,8 @@ class JsonRpcPeer:
         # (so the init/shutdown guard and "method not found" go through our single error mapping).
         invoke = self._invoke
 
-        async def adapter(ctx: RequestContext, *args: Any, **kwargs: Any) -> Any:
+        # Positional-only, so a params object with a "ctx" or "self" key lands in kwargs like any unknown field.
+        async def adapter(ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
             return await invoke(ctx, *args, **kwargs)
 
         self._dispatch_table = _AnyName(adapter)
@@ -354,7 +355,7 @@ class JsonRpcPeer:
         if isinstance(result, Left):
             logger.warning("%s: notification %r failed: %s", self.name, method, result._error.message)
 
-    async def _invoke(self, ctx: RequestContext, *args: Any, **kwargs: Any) -> Any:
+    async def _invoke(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
         """The single adapter jsonrpcserver calls: guard, route lookup, pydantic params, handler, result shaping."""
         try:
             if self._guard is not None:
