@@ -58,6 +58,16 @@ def resolve_scenario(name_or_path: str) -> Path:
     raise ScenarioNotFound(f"scenario {name_or_path!r} not found (looked in {searched} and as a path)")
 
 
+def scripted_log_path(scenario: Path) -> Path | None:
+    """``$ORION_SCRIPTED_LOG_DIR/<scenario stem>.jsonl`` when that variable is set: how a test outside the
+    sidecar process sees what the model was sent (docs/SCRIPTED_MODEL.md)."""
+    directory = os.environ.get("ORION_SCRIPTED_LOG_DIR")
+    if not directory:
+        return None
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    return Path(directory) / (scenario.stem + ".jsonl")
+
+
 def offline_env(base_url: str, home: Path) -> dict[str, str]:
     """The CLI's environment for a local Messages API at ``base_url``, with a throwaway HOME (created)."""
     (home / ".claude").mkdir(parents=True, exist_ok=True)
@@ -80,7 +90,7 @@ def build_model_env(
     """
     if model and model.startswith(SCRIPTED_PREFIX):
         scenario = resolve_scenario(model[len(SCRIPTED_PREFIX) :].strip())
-        url = get_or_start(scenario)
+        url = get_or_start(scenario, log_path=scripted_log_path(scenario))
         # One CLI home per session: the CLI writes ~/.claude.json and transcripts there, and two
         # sessions rewriting one config file at once is a race we do not need.
         return offline_env(url, Path(data_dir) / "cli-home" / session_id), None, shared_server(scenario)
