@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hooks.executors._capture import Capture
+from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, sweep
 from hooks.interpret import parse_stdout
 from hooks.payload import MAX_ENV_PAYLOAD_BYTES, encode_payload
 from hooks.types import ExecutionReport, HookCall, no_progress
@@ -49,6 +50,7 @@ class CommandExecutor:
         data = encode_payload(call.payload)
         env = dict(os.environ)
         env.update(hook_env(call))
+        env[MARKER_VAR] = new_marker()
         payload_file: str | None = None
         if len(data) < MAX_ENV_PAYLOAD_BYTES:
             env["HOOK_PAYLOAD"] = data.decode()
@@ -94,6 +96,7 @@ class _Run:
         self.fds: list[int] = []
         self.writing = False
         self.streams_done = False
+        self.leftovers: list[str] = []
 
     async def go(self) -> ExecutionReport:
         try:
@@ -116,6 +119,7 @@ class _Run:
             if self.wake is not None:
                 pump = self.loop.create_task(self._pump())
             await self.settled
+            self._sweep()
             self.out.finish()
             self.err.finish()
             self._queue_lines()
@@ -123,7 +127,10 @@ class _Run:
                 self.streams_done = True
                 self.wake.set()  # type: ignore[union-attr]
                 await pump
-            return self._report(self.timed_out)
+            report = self._report(self.timed_out)
+            if self.leftovers:
+                await self._tell_leftovers()
+            return report
         finally:
             if pump is not None and not pump.done():
                 pump.cancel()
@@ -152,7 +159,7 @@ class _Run:
         self.exited = True
         if self.open_pipes:
             # Something the hook started still holds our pipes: give it a moment, then it dies with the group.
-            self.timers.append(self.loop.call_later(PIPE_LINGER_S, self._signal, signal.SIGKILL))
+            self.timers.append(self.loop.call_later(PIPE_LINGER_S, self._sweep))
         self._maybe_settle()
 
     def _on_timeout(self) -> None:
@@ -160,7 +167,7 @@ class _Run:
             return
         self.timed_out = True
         self._signal(signal.SIGTERM)
-        self.timers.append(self.loop.call_later(self.grace, self._signal, signal.SIGKILL))
+        self.timers.append(self.loop.call_later(self.grace, self._sweep))
         # Last resort: if even SIGKILL cannot close the pipes (a process escaped the group), stop waiting.
         self.timers.append(self.loop.call_later(2 * self.grace + 1.0, self._give_up))
 
@@ -232,6 +239,18 @@ class _Run:
             if self.streams_done:
                 return
 
+    def _sweep(self) -> None:
+        # Nothing a hook started may outlive it: not its group, nor what left the group but still carries the marker.
+        assert self.proc is not None
+        self._signal(signal.SIGKILL)
+        self.leftovers += sweep(self.env[MARKER_VAR], self.proc.pid)
+
+    async def _tell_leftovers(self) -> None:
+        note = describe(self.leftovers)
+        self.call.context.log.warning("hook %r: %s", self.call.hook.name, note)
+        with contextlib.suppress(Exception):
+            await self.call.progress("stderr", note)
+
     def _signal(self, sig: int) -> None:
         if self.proc is None:
             return
@@ -273,6 +292,7 @@ class _Run:
         if not self.exited or self.open_pipes:
             # cancelled mid-run: nothing of the hook may outlive us
             self._signal(signal.SIGKILL)
+            self.leftovers += sweep(self.env[MARKER_VAR], proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         for pipe in (proc.stdout, proc.stderr):

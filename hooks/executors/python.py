@@ -13,6 +13,7 @@ from typing import Any
 
 from hooks.executors._capture import Capture
 from hooks.executors.command import KILL_GRACE_S, hook_env
+from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, sweep
 from hooks.interpret import coerce_output, parse_stdout
 from hooks.payload import encode_payload
 from hooks.types import ExecutionReport, HookCall, no_progress
@@ -153,13 +154,14 @@ class PythonExecutor:
         head = {
             "script": str(script),
             "cwd": str(spec.cwd or call.context.project_dir),
-            "env": hook_env(call),
+            "env": {**hook_env(call), MARKER_VAR: new_marker()},
         }
         data = encode_payload(call.payload)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + call.timeout_s
         launcher: _Launcher | None = None
         healthy = False
+        leftovers: list[str] = []
         try:
             async with asyncio.timeout_at(deadline):
                 launcher = await self._acquire()
@@ -182,8 +184,15 @@ class PythonExecutor:
             raise
         finally:
             if launcher is not None:
+                # The launcher lives on, but nothing this hook started may outlive the hook.
+                leftovers = sweep(head["env"][MARKER_VAR], launcher.proc.pid, spare=frozenset({launcher.proc.pid}))
                 self._release(launcher, healthy)
+                if leftovers:
+                    call.context.log.warning("hook %r: %s", spec.name, describe(leftovers))
         await _stream(call, reply)
+        if leftovers:
+            with contextlib.suppress(Exception):
+                await call.progress("stderr", describe(leftovers))
         return _report(reply)
 
     async def aclose(self) -> None:
