@@ -264,3 +264,7 @@ def _launcher_script(words: list[str]) -> str | None:
 def first_word(command: str) -> str | None:
     words = _split(command)
     return words[0] if words else None
+
+
+# `async` is a Python keyword, so the field is `async_`; `getattr(config, "async")` reads it too.
+setattr(_EntryBase, "async", property(lambda self: self.async_))

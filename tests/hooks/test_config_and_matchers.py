@@ -22,7 +22,7 @@ def test_each_type_is_validated_with_its_fields(project):
     assert set(by_type) == {"command", "prompt", "agent", "http", "python"}
     c = by_type["command"]
     assert (c.name, c.timeout_s, c.fail_closed, c.run_async, c.matcher) == ("a", 3.0, True, True, "Bash")
-    assert c.config.command == "echo hi" and c.config.failClosed is True
+    assert c.config.command == "echo hi" and c.config.failClosed is True and getattr(c.config, "async") is True
     assert by_type["prompt"].config.model == "haiku" and by_type["prompt"].timeout_s == 9.0
     assert by_type["agent"].config.maxTurns == 3 and by_type["agent"].timeout_s == 60.0
     assert by_type["http"].config.allowedEnvVars == ["TOKEN"] and by_type["http"].config.headers == {"A": "$TOKEN"}
