@@ -361,6 +361,7 @@ class PipeSendStream(ObjectSendStream[Message]):
         self._waiting: deque[tuple[bytes, asyncio.Future[None]]] = deque()
         self._closed = False
         self._lost: asyncio.Future[None] = loop.create_future()
+        self._lost_flag = False
 
     # -- asyncio protocol side (flow control callbacks from the pipe transport)
     def protocol(self) -> asyncio.BaseProtocol:
@@ -383,6 +384,7 @@ class PipeSendStream(ObjectSendStream[Message]):
         return _Flow()
 
     def _on_lost(self, exc: Exception | None) -> None:
+        self._lost_flag = True
         if exc is not None:
             logger.warning("output closed by the other side: %s", exc)
             self._broken_event.set()
@@ -418,7 +420,7 @@ class PipeSendStream(ObjectSendStream[Message]):
     def _check(self) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
-        if self._broken_event.is_set() or self._lost.done():
+        if self._lost_flag:
             raise anyio.BrokenResourceError
 
     def _write(self, data: bytes) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
+import os
 import sys
+from types import SimpleNamespace
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -11,18 +12,28 @@ if TYPE_CHECKING:
     from sidecar.app import SidecarApp
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+DEFAULTS = SimpleNamespace(log_level=None, max_line_bytes=16 * 1024 * 1024, grace=2.0, shutdown_budget=5.0)
+
+
+def parse_args(argv: list[str] | None) -> SimpleNamespace:
+    if not (sys.argv[1:] if argv is None else argv):
+        return SimpleNamespace(**vars(DEFAULTS))  # the desktop shell passes no options: argparse stays unimported
+    import argparse
+
     parser = argparse.ArgumentParser(prog="orion-sidecar", description="Orion Sidecar: line-delimited JSON-RPC 2.0 on stdin/stdout.")
     parser.add_argument("--log-level", default=None, help="DEBUG, INFO (default; or $ORION_LOG_LEVEL), WARNING, ERROR")
-    parser.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, help="longest accepted input line (default 16 MiB)")
+    parser.add_argument("--max-line-bytes", type=int, default=DEFAULTS.max_line_bytes, help="longest accepted input line (default 16 MiB)")
     parser.add_argument("--grace", type=float, default=2.0, help="seconds in-flight requests get at shutdown (default 2)")
     parser.add_argument("--shutdown-budget", type=float, default=5.0, help="seconds shutdown callbacks get (default 5)")
-    return parser.parse_args(argv)
+    return SimpleNamespace(**vars(parser.parse_args(argv)))
 
 
 def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | None = None) -> int:
     """Run the sidecar; `setup(app)` may register extra methods first (embedders, tests)."""
     args = parse_args(argv)
+    # No pydantic plugins run in the sidecar; without this, the first model build scans every installed
+    # distribution's entry points (~12 ms of start-up, measured with -X importtime).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from sidecar import logging_setup
 
     logging_setup.configure(args.log_level)

@@ -1,0 +1,239 @@
+"""Wire benchmarks: ping round trips, notification throughput, cold start and idle RSS of `python -m sidecar`, side by side with the MCP SDK's stdio server and a bare echo.
+
+Run from the repository root:  .venv/bin/python bench/bench_wire.py
+Every process is driven through real OS pipes by a blocking client in this process, so the client's own
+cost is the same for every server and small (~20 µs per round trip, see the echo row).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+ECHO_SERVER = "import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\nwhile line := r.readline():\n    w.write(line); w.flush()\n"
+
+SIDECAR_INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+                "params": {"protocolVersion": "2026-11-01", "clientInfo": {"name": "bench", "version": "1"}}}
+MCP_INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+MCP_INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+@dataclass(slots=True)
+class Server:
+    name: str
+    argv: list[str]
+    handshake: list[dict]  # sent first; lines with an id are answered
+
+
+def servers() -> dict[str, Server]:
+    return {
+        "sidecar": Server("orion sidecar", [PY, "-m", "sidecar", "--log-level", "WARNING"], [SIDECAR_INIT]),
+        "mcp": Server("MCP SDK stdio server", [PY, str(ROOT / "bench" / "mcp_ping_server.py")], [MCP_INIT, MCP_INITIALIZED]),
+        "echo": Server("bare blocking echo", [PY, "-c", ECHO_SERVER], []),
+    }
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), e.get("PYTHONPATH")]))
+    return e
+
+
+class Pipe:
+    """A child on three pipes, driven synchronously: write a line, read a line."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     cwd=ROOT, env=env())
+        assert self.proc.stdin and self.proc.stdout
+        self.w, self.r = self.proc.stdin, self.proc.stdout
+
+    def send(self, message: dict | bytes) -> None:
+        self.w.write(message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n")
+        self.w.flush()
+
+    def handshake(self, lines: list[dict]) -> None:
+        for message in lines:
+            self.send(message)
+            if "id" in message:
+                self.r.readline()
+
+    def close(self) -> None:
+        self.w.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def bench_ping(server: Server, count: int, warmup: int = 1000) -> dict[str, float]:
+    pipe = Pipe(server.argv)
+    pipe.handshake(server.handshake)
+    lines = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(warmup + count)]
+    w, r = pipe.w, pipe.r
+    clock = time.perf_counter_ns
+    samples = []
+    for i, line in enumerate(lines):
+        start = clock()
+        w.write(line)
+        w.flush()
+        r.readline()
+        if i >= warmup:
+            samples.append(clock() - start)
+    pipe.close()
+    samples.sort()
+    return {"rps": count / (sum(samples) / 1e9), "p50_us": samples[len(samples) // 2] / 1e3,
+            "p99_us": samples[int(len(samples) * 0.99)] / 1e3}
+
+
+def bench_cold_start(server: Server, runs: int) -> float:
+    """Median ms from spawn to the initialize response (for the echo: to the first echoed line)."""
+    first = server.handshake[0] if server.handshake else {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        pipe = Pipe(server.argv)
+        pipe.send(first)
+        pipe.r.readline()
+        times.append((time.perf_counter() - start) * 1e3)
+        pipe.close()
+    return statistics.median(times)
+
+
+def bench_idle_rss(server: Server, settle: float = 1.0) -> float:
+    pipe = Pipe(server.argv)
+    pipe.handshake(server.handshake)
+    time.sleep(settle)  # idle means idle: let start-up garbage settle before reading RSS
+    rss = psutil.Process(pipe.proc.pid).memory_info().rss / 2**20
+    pipe.close()
+    return rss
+
+
+FLOOD_SERVER = """
+import sys
+from pydantic import BaseModel
+from ipc import protocol as p
+from sidecar.__main__ import main
+
+class Flood(BaseModel):
+    count: int
+
+def setup(app):
+    @app.method("bench/flood", Flood)
+    async def flood(params, call):
+        for i in range(params.count):
+            await call.notify("log", p.LogEvent(level="info", logger="bench", message="event"))
+        return {"sent": params.count}
+
+sys.exit(main(["--log-level", "WARNING"], setup=setup))
+"""
+
+
+def bench_notifications(count: int) -> dict[str, float]:
+    """Sidecar → frontend `log` events, each a fresh pydantic model, until the request that emitted them answers."""
+    pipe = Pipe([PY, "-c", FLOOD_SERVER])
+    pipe.handshake([SIDECAR_INIT])
+    pipe.send({"jsonrpc": "2.0", "id": "warm", "method": "bench/flood", "params": {"count": 2000}})
+    _read_lines(pipe, 2001)
+    start = time.perf_counter()
+    pipe.send({"jsonrpc": "2.0", "id": "flood", "method": "bench/flood", "params": {"count": count}})
+    tail = _read_lines(pipe, count + 1)
+    elapsed = time.perf_counter() - start
+    pipe.close()
+    assert json.loads(tail)["result"] == {"sent": count}, tail
+    return {"per_s": count / elapsed, "seconds": elapsed}
+
+
+def _read_lines(pipe: Pipe, lines: int) -> bytes:
+    """Read exactly `lines` lines in large chunks (the frontend's side of a flood); returns the last one."""
+    fd = pipe.r.fileno()
+    seen, buf = 0, b""
+    while seen < lines:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise RuntimeError("sidecar closed its stdout")
+        seen += chunk.count(b"\n")
+        buf = (buf + chunk)[-4096:]
+    return buf.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+
+
+def bench_stub_ping(count: int) -> dict[str, float]:
+    """The same pings through frontend_stub's SidecarClient (anyio process streams, JsonRpcPeer on both ends)."""
+    import anyio
+
+    sys.path.insert(0, str(ROOT))
+    from frontend_stub.client import SidecarClient
+
+    async def run() -> list[int]:
+        samples = []
+        async with SidecarClient.launch([PY, "-m", "sidecar", "--log-level", "WARNING"], cwd=ROOT, env=env()) as client:
+            for i in range(500 + count):
+                start = time.perf_counter_ns()
+                await client.ping()
+                if i >= 500:
+                    samples.append(time.perf_counter_ns() - start)
+        return samples
+
+    samples = sorted(anyio.run(run))
+    return {"rps": count / (sum(samples) / 1e9), "p50_us": samples[len(samples) // 2] / 1e3,
+            "p99_us": samples[int(len(samples) * 0.99)] / 1e3}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pings", type=int, default=20_000)
+    parser.add_argument("--notifications", type=int, default=200_000)
+    parser.add_argument("--starts", type=int, default=15)
+    parser.add_argument("--only", choices=["notifications", "ping", "start"], help="run one measurement (for profiling)")
+    args = parser.parse_args()
+    if args.only == "notifications":
+        print(bench_notifications(args.notifications))
+        return 0
+    if args.only == "ping":
+        print(bench_ping(servers()["sidecar"], args.pings))
+        return 0
+    if args.only == "start":
+        print(bench_cold_start(servers()["sidecar"], args.starts))
+        return 0
+    table = servers()
+    print(f"# {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.2f}; pings={args.pings} notifications={args.notifications} starts={args.starts}")
+
+    ping = {key: bench_ping(server, args.pings) for key, server in table.items()}
+    start = {key: bench_cold_start(server, args.starts) for key, server in table.items() if key != "echo"}
+    rss = {key: bench_idle_rss(server) for key, server in table.items() if key != "echo"}
+    flood = bench_notifications(args.notifications)
+    stub = bench_stub_ping(min(args.pings, 5000))
+
+    print()
+    print("| measure | orion sidecar | MCP SDK stdio server | sidecar ÷ MCP | bare echo | goal |")
+    print("|---|---|---|---|---|---|")
+    s, m, e = ping["sidecar"], ping["mcp"], ping["echo"]
+    print(f"| sequential ping, round trips/s | {s['rps']:,.0f} | {m['rps']:,.0f} | {s['rps'] / m['rps']:.1f}× | {e['rps']:,.0f} | ≥ 5× MCP |")
+    print(f"| ping p50 round trip | {s['p50_us']:.0f} µs | {m['p50_us']:.0f} µs | {m['p50_us'] / s['p50_us']:.1f}× faster | {e['p50_us']:.0f} µs | ≤ 150 µs |")
+    print(f"| ping p99 round trip | {s['p99_us']:.0f} µs | {m['p99_us']:.0f} µs | {m['p99_us'] / s['p99_us']:.1f}× faster | {e['p99_us']:.0f} µs | |")
+    print(f"| cold start to initialize response (median of {args.starts}) | {start['sidecar']:.0f} ms | {start['mcp']:.0f} ms | "
+          f"{start['mcp'] / start['sidecar']:.1f}× faster | | ≤ 250 ms |")
+    print(f"| idle RSS after initialize | {rss['sidecar']:.1f} MB | {rss['mcp']:.1f} MB | | | ≤ 60 MB |")
+    print(f"| notifications sidecar → frontend | {flood['per_s']:,.0f} /s | | | | ≥ 100,000 /s |")
+    print(f"| ping through frontend_stub's SidecarClient | {stub['rps']:,.0f} /s, p50 {stub['p50_us']:.0f} µs | | | | (reference) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
