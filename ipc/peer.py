@@ -7,6 +7,7 @@ import inspect
 import itertools
 import json
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,7 @@ def _dumps(value: str) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 DEFAULT_REQUEST_TIMEOUT = 60.0
+BACKLOG_LIMIT = 64  # queued answers at which the reader stops taking new requests until output drains
 
 
 @dataclass(slots=True, frozen=True)
@@ -130,6 +132,8 @@ class JsonRpcPeer:
         self._idle = anyio.Event()
         self._idle.set()
         self._tg: TaskGroup | None = None
+        self._backlog: deque[Any] = deque()  # answers waiting for a congested output
+        self._drained = anyio.Event()
         self.eof = anyio.Event()  # the other side closed its end (or the transport broke)
         # jsonrpcserver looks methods up by name; every name maps to our one adapter, which routes by ctx.method
         # (so the init/shutdown guard and "method not found" go through our single error mapping).
@@ -166,6 +170,8 @@ class JsonRpcPeer:
                         except anyio.WouldBlock:
                             item = await incoming.receive()
                         self._on_item(item)
+                        if len(self._backlog) >= BACKLOG_LIMIT:
+                            await self._drained.wait()
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     pass
                 self._close_pending()
@@ -412,19 +418,33 @@ class JsonRpcPeer:
             self._reply(responses)
 
     def _reply(self, response: Any) -> None:
-        try:
-            self._transport.outgoing.send_nowait(response)
-        except anyio.WouldBlock:
+        if not self._backlog:
+            try:
+                self._transport.outgoing.send_nowait(response)
+                return
+            except anyio.WouldBlock:
+                pass
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                logger.debug("%s: response dropped, connection closed", self.name)
+                return
+        # The other side is not reading: keep answers in order in one backlog, drained by one task;
+        # the reader stops taking new requests while the backlog is long (see run()), so it stays bounded.
+        self._backlog.append(response)
+        if len(self._backlog) == 1:
             assert self._tg is not None
-            self._tg.start_soon(self._send_quietly, response)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            logger.debug("%s: response dropped, connection closed", self.name)
+            self._drained = anyio.Event()
+            self._tg.start_soon(self._drain_backlog)
 
-    async def _send_quietly(self, message: Any) -> None:
+    async def _drain_backlog(self) -> None:
         try:
-            await self._send(message)
+            while self._backlog:
+                await self._send(self._backlog[0])
+                self._backlog.popleft()
         except ConnectionClosed:
-            logger.debug("%s: response dropped, connection closed", self.name)
+            logger.debug("%s: %d response(s) dropped, connection closed", self.name, len(self._backlog))
+            self._backlog.clear()
+        finally:
+            self._drained.set()
 
     async def _send(self, message: Any) -> None:
         outgoing = self._transport.outgoing

@@ -294,3 +294,27 @@ async def test_a_reader_that_stops_reading_makes_producers_wait_instead_of_buffe
             assert sent == 8  # bounded: the ninth notify waits for the reader
             received = [await client_t.incoming.receive() for _ in range(100)]
     assert [m["params"]["i"] for m in received] == list(range(100))
+
+
+@pytest.mark.asyncio
+async def test_a_client_that_sends_but_never_reads_stops_being_read_instead_of_growing_memory():
+    server_t, raw = memory_transport_pair(4)
+    server = JsonRpcPeer(server_t, routes={"echo": Route(echo)}, name="server")
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.run)
+            sent = 0
+
+            async def flood() -> None:
+                nonlocal sent
+                for i in range(1000):
+                    await raw.outgoing.send({"jsonrpc": "2.0", "id": i, "method": "echo"})
+                    sent += 1
+
+            tg.start_soon(flood)
+            for _ in range(200):
+                await anyio.sleep(0)
+            assert sent < 200  # the server stopped reading: the frontend's own sends wait
+            answers = [await raw.incoming.receive() for _ in range(1000)]
+            tg.cancel_scope.cancel()
+    assert sorted(a["id"] for a in answers) == list(range(1000))
