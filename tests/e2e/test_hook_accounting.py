@@ -27,7 +27,9 @@ async def test_every_hook_fires_exactly_once_and_is_reported_with_its_session(si
 
         started = run.named("hook_started")
         responses = run.named("hook_response")
-        assert {h["sessionId"] for h in started + responses} == {sid}
+        progress = run.named("hook_progress")
+        assert any(line["hookName"] == "e2e-session-start" for line in progress)
+        assert {h["sessionId"] for h in started + responses + progress} == {sid}
         # Tool hooks: one run per (hook, tool call); each Bash call went through both project hooks.
         per_tool = Counter((h["hookName"], h["event"], h["toolUseId"]) for h in started
                            if h["event"] in ("PreToolUse", "PostToolUse"))
