@@ -43,6 +43,17 @@ async def test_permission_round_trip_allow_once_reject_once_allow_always(sidecar
         assert statuses == ["completed", "denied", "completed", "completed"]
 
 
+async def test_allowed_tools_are_not_asked_about(sidecar) -> None:
+    async with sidecar(permission=queued_policy()) as run:
+        sid = (await run.new_session("permissions", allowedTools=["Write"]))["sessionId"]
+        result = await run.prompt(sid, "Write the files.")
+
+        assert result["stopReason"] == "end_turn"
+        assert run.permission_requests == []
+        for name in ("once.txt", "rejected.txt", "always.txt", "again.txt"):
+            assert (run.project / name).exists()
+
+
 async def test_two_sessions_run_at_once_with_their_own_events_and_answers(sidecar) -> None:
     both_asked = anyio.Event()
     pending: list[str] = []

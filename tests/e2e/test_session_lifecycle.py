@@ -9,7 +9,6 @@ import psutil
 import pytest
 
 from ipc.errors import ConnectionClosed, RemoteError
-from tests.e2e.conftest import EVENT_WAIT_S
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 
