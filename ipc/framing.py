@@ -387,6 +387,8 @@ class PipeSendStream(ObjectSendStream[Message]):
         self._lost_flag = True
         if exc is not None:
             logger.warning("output closed by the other side: %s", exc)
+        if exc is not None or not self._closed:
+            # The reader went away; with nothing buffered the pipe transport reports that without an exception.
             self._broken_event.set()
         if not self._lost.done():
             self._lost.set_result(None)

@@ -56,5 +56,22 @@ def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | No
         return 0
 
 
+def exit_now(code: int) -> None:
+    """Exit without finalizing the interpreter: after a session, freeing every module (SDK, pydantic...) takes
+    over a second the frontend would wait for. Everything is flushed and the exit handlers run first."""
+    import atexit
+    import logging
+    import os
+
+    logging.shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -47,6 +47,8 @@ SDK_HOOK_EVENTS: tuple[str, ...] = (
 # run hooks of its own, the sidecar's runner owns hook execution (docs/SDK_NOTES.md).
 NO_SETTINGS_HOOKS = '{"disableAllHooks": true}'
 
+INTERRUPT_ON_CANCEL_S = 1.0  # a cancelled turn waits this long, at most, for the CLI to acknowledge the interrupt
+
 _SUMMARY_RE = re.compile(r"Summary:\n(?P<summary>.*?)(?:\n\nIf you need specific details|\Z)", re.S)
 _CONTINUATION_PREFIX = "This session is being continued from a previous conversation"
 
@@ -317,6 +319,13 @@ class AgentSession:
             await self._finish_compaction()
             await self._emit({"sessionUpdate": "result", **_without(result.to_dict(), "isError")})
             return result
+        except anyio.get_cancelled_exc_class():
+            # Whoever awaited the turn gave up (request cancelled, frontend gone): stop the CLI's work as well,
+            # or its tool runs on unseen and a later disconnect waits for it.
+            with anyio.move_on_after(INTERRUPT_ON_CANCEL_S, shield=True):
+                self._cancelled = True
+                await self._client.interrupt()
+            raise
         finally:
             self._turn_running = False
 

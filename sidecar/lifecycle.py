@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -42,7 +43,7 @@ async def serve(app: SidecarApp, transport: Transport, policy: ShutdownPolicy = 
             tg.start_soon(_stop_when_orphaned, app, policy.parent_poll)
         await app.stop_requested.wait()
         _arm_hard_deadline(policy.hard_deadline)
-        await _orderly_shutdown(app, peer, policy)
+        await _orderly_shutdown(app, peer, policy, frontend_gone=transport.broken)
         tg.cancel_scope.cancel()
 
 
@@ -55,13 +56,22 @@ async def serve_stdio(app: SidecarApp, policy: ShutdownPolicy = ShutdownPolicy()
     return 0
 
 
-async def _orderly_shutdown(app: SidecarApp, peer: JsonRpcPeer, policy: ShutdownPolicy) -> None:
+async def _orderly_shutdown(app: SidecarApp, peer: JsonRpcPeer, policy: ShutdownPolicy, *,
+                           frontend_gone: anyio.Event | None = None) -> None:
     if app.state != "shutting_down":
         app.state = "shutting_down"
     with anyio.move_on_after(policy.grace):
-        await peer.wait_idle()
+        async with anyio.create_task_group() as tg:
+            async def until(wait: Callable[[], Awaitable[object]]) -> None:
+                await wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(until, peer.wait_idle)
+            if frontend_gone is not None:
+                # With stdout broken no answer can reach anyone: waiting for in-flight calls only delays the exit.
+                tg.start_soon(until, frontend_gone.wait)
     if peer.inflight:
-        logger.warning("cancelling %d in-flight call(s) after the %.1f s grace period", peer.inflight, policy.grace)
+        logger.warning("cancelling %d in-flight call(s) (grace period over, or the frontend is gone)", peer.inflight)
         peer.cancel_inflight()
         with anyio.move_on_after(policy.cancel_wait):
             await peer.wait_idle()
