@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,14 +101,49 @@ class TrackingWriter:
             for path, lines in batch.items():
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    with path.open("a", encoding="utf-8") as fh:
-                        fh.write("\n".join(lines) + "\n")
+                    append_lines(path, lines)
                 except OSError as exc:
                     log.warning("cannot append to %s: %s", path, exc)
             for waiter in waiters:
                 waiter.set()
             if stop:
                 return
+
+
+def append_lines(path: Path, lines: list[str]) -> None:
+    """Append one batch with one write() on an O_APPEND descriptor, so batches of concurrent writers never interleave.
+
+    A process killed mid-write can leave a torn last line; it is closed with a
+    newline before appending, or the next record would be glued onto it and
+    lost with it. `read_records` skips such a torn line.
+    """
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def read_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of a tracking file, in order; a line that does not parse (torn by a crash) is skipped."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return
+    with fh:
+        for line in fh:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield record
 
 
 def iso(t: float) -> str:

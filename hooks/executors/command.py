@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hooks.executors._capture import Capture
-from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, sweep
+from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, reap
 from hooks.interpret import parse_stdout
 from hooks.payload import MAX_ENV_PAYLOAD_BYTES, encode_payload
 from hooks.types import ExecutionReport, HookCall, no_progress
@@ -119,7 +119,7 @@ class _Run:
             if self.wake is not None:
                 pump = self.loop.create_task(self._pump())
             await self.settled
-            self._sweep()
+            self._sweep(False)
             self.out.finish()
             self.err.finish()
             self._queue_lines()
@@ -159,7 +159,7 @@ class _Run:
         self.exited = True
         if self.open_pipes:
             # Something the hook started still holds our pipes: give it a moment, then it dies with the group.
-            self.timers.append(self.loop.call_later(PIPE_LINGER_S, self._sweep))
+            self.timers.append(self.loop.call_later(PIPE_LINGER_S, self._sweep, True))
         self._maybe_settle()
 
     def _on_timeout(self) -> None:
@@ -167,7 +167,7 @@ class _Run:
             return
         self.timed_out = True
         self._signal(signal.SIGTERM)
-        self.timers.append(self.loop.call_later(self.grace, self._sweep))
+        self.timers.append(self.loop.call_later(self.grace, self._sweep, True))
         # Last resort: if even SIGKILL cannot close the pipes (a process escaped the group), stop waiting.
         self.timers.append(self.loop.call_later(2 * self.grace + 1.0, self._give_up))
 
@@ -239,11 +239,13 @@ class _Run:
             if self.streams_done:
                 return
 
-    def _sweep(self) -> None:
-        # Nothing a hook started may outlive it: not its group, nor what left the group but still carries the marker.
+    def _sweep(self, kill_group: bool) -> None:
+        # Nothing a hook started may outlive it: not its group (once we are killing), nor what carries the marker.
+        # After a normal exit the group is spared: a service the hook started without the marker may still be on its way out of it.
         assert self.proc is not None
-        self._signal(signal.SIGKILL)
-        self.leftovers += sweep(self.env[MARKER_VAR], self.proc.pid)
+        if kill_group:
+            self._signal(signal.SIGKILL)
+        self.leftovers += reap(self.env[MARKER_VAR], self.proc.pid, self.call.context.log, self.call.hook.name)
 
     async def _tell_leftovers(self) -> None:
         note = describe(self.leftovers)
@@ -278,6 +280,8 @@ class _Run:
         if code == 0:
             report.output, report.text, error = parse_stdout(stdout)
             if error:
+                if self.out.dropped:
+                    error += f" (stdout went past the {self.out.cap >> 20} MiB cap; {self.out.dropped} bytes dropped)"
                 report.status, report.error = "error", error
         elif code < 0:
             report.error = f"hook killed by signal {-code}"
@@ -292,7 +296,7 @@ class _Run:
         if not self.exited or self.open_pipes:
             # cancelled mid-run: nothing of the hook may outlive us
             self._signal(signal.SIGKILL)
-            self.leftovers += sweep(self.env[MARKER_VAR], proc.pid)
+            self.leftovers += reap(self.env[MARKER_VAR], proc.pid, self.call.context.log, self.call.hook.name)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         for pipe in (proc.stdout, proc.stderr):

@@ -13,7 +13,7 @@ from typing import Any
 
 from hooks.executors._capture import Capture
 from hooks.executors.command import KILL_GRACE_S, hook_env
-from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, sweep
+from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, reap
 from hooks.interpret import coerce_output, parse_stdout
 from hooks.payload import encode_payload
 from hooks.types import ExecutionReport, HookCall, no_progress
@@ -69,6 +69,11 @@ class _Launcher:
             reply = await self.proc.stdout.readline()
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise LauncherDied(f"python launcher pipe broke: {exc}") from None
+        except ValueError:  # the reader's line limit: the rest of that reply would desync the channel
+            await self.kill()
+            raise LauncherDied(
+                f"python hook's reply is larger than {_REPLY_LIMIT >> 20} MiB; launcher killed (respawned on next use)"
+            ) from None
         if not reply:
             code = await self._reap(1.0)
             raise LauncherDied(f"python launcher exited (code {code}) while running the hook; it will be respawned")
@@ -185,7 +190,8 @@ class PythonExecutor:
         finally:
             if launcher is not None:
                 # The launcher lives on, but nothing this hook started may outlive the hook.
-                leftovers = sweep(head["env"][MARKER_VAR], launcher.proc.pid, spare=frozenset({launcher.proc.pid}))
+                pid = launcher.proc.pid
+                leftovers = reap(head["env"][MARKER_VAR], pid, call.context.log, spec.name, spare=frozenset({pid}))
                 self._release(launcher, healthy)
                 if leftovers:
                     call.context.log.warning("hook %r: %s", spec.name, describe(leftovers))

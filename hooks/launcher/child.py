@@ -2,7 +2,9 @@
 
 Stdlib only: it may run under another interpreter than the sidecar's. The real
 stdout is kept on a private descriptor for replies; fd 1 points at stderr so a
-hook's print() or its subprocesses cannot corrupt the protocol.
+hook's print() or its subprocesses cannot corrupt the protocol. Requests come
+in on a private copy of stdin, and fd 0 is /dev/null, so a hook that reads or
+closes its stdin cannot take the launcher's request channel with it.
 """
 
 import sys
@@ -23,6 +25,10 @@ CAP = 1024 * 1024
 
 _reply_fd = os.dup(1)
 os.dup2(2, 1)
+_request_fd = os.dup(0)
+_devnull = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_devnull, 0)
+os.close(_devnull)
 _modules = {}  # path -> (mtime_ns, size, module)
 _loop = asyncio.new_event_loop()
 
@@ -91,7 +97,7 @@ def _handle(req):
 
 
 def main():
-    stdin = sys.stdin.buffer
+    stdin = os.fdopen(_request_fd, "rb")
     while True:
         line = stdin.readline()
         if not line:
