@@ -88,17 +88,24 @@ def bench_ping(server: Server, count: int, warmup: int = 1000) -> dict[str, floa
     w, r = pipe.w, pipe.r
     clock = time.perf_counter_ns
     samples = []
+    child = psutil.Process(pipe.proc.pid)
+    cpu_before = 0.0
     for i, line in enumerate(lines):
+        if i == warmup:
+            used = child.cpu_times()
+            cpu_before = used.user + used.system
         start = clock()
         w.write(line)
         w.flush()
         r.readline()
         if i >= warmup:
             samples.append(clock() - start)
+    used = child.cpu_times()
     pipe.close()
     samples.sort()
     return {"rps": count / (sum(samples) / 1e9), "p50_us": samples[len(samples) // 2] / 1e3,
-            "p99_us": samples[int(len(samples) * 0.99)] / 1e3}
+            "p99_us": samples[int(len(samples) * 0.99)] / 1e3,
+            "cpu_us": (used.user + used.system - cpu_before) / count * 1e6}
 
 
 def bench_cold_start(server: Server, runs: int) -> tuple[float, float]:
@@ -231,6 +238,7 @@ def main() -> int:
     s, m, e = ping["sidecar"], ping["mcp"], ping["echo"]
     print(f"| sequential ping, round trips/s | {s['rps']:,.0f} | {m['rps']:,.0f} | {s['rps'] / m['rps']:.1f}× | {e['rps']:,.0f} | ≥ 5× MCP |")
     print(f"| ping p50 round trip | {s['p50_us']:.0f} µs | {m['p50_us']:.0f} µs | {m['p50_us'] / s['p50_us']:.1f}× faster | {e['p50_us']:.0f} µs | ≤ 150 µs |")
+    print(f"| server CPU per ping (user+sys) | {s['cpu_us']:.0f} µs | {m['cpu_us']:.0f} µs | {m['cpu_us'] / s['cpu_us']:.1f}× less | {e['cpu_us']:.0f} µs | |")
     print(f"| ping p99 round trip | {s['p99_us']:.0f} µs | {m['p99_us']:.0f} µs | {m['p99_us'] / s['p99_us']:.1f}× faster | {e['p99_us']:.0f} µs | |")
     print(f"| cold start to initialize response (median of {args.starts}) | {start['sidecar'][0]:.0f} ms | {start['mcp'][0]:.0f} ms | "
           f"{start['mcp'][0] / start['sidecar'][0]:.1f}× faster | | ≤ 250 ms |")
