@@ -14,6 +14,7 @@ import anyio
 from ipc.framing import DEFAULT_MAX_LINE_BYTES, Transport, open_stdio_transport
 from ipc.peer import JsonRpcPeer
 from sidecar.app import SidecarApp
+from sidecar.log_forward import forward_logs
 
 logger = logging.getLogger("sidecar.lifecycle")
 
@@ -37,6 +38,7 @@ async def serve(app: SidecarApp, transport: Transport, policy: ShutdownPolicy = 
     async with anyio.create_task_group() as tg:
         tg.start_soon(peer.run)
         tg.start_soon(_stop_on_eof, app, peer)
+        tg.start_soon(forward_logs, app)
         if watch_signals:
             tg.start_soon(_stop_on_signals, app)
         if watch_parent:

@@ -22,7 +22,10 @@ class LineFormatter(logging.Formatter):
             line += " " + " ".join(f"{k}={json.dumps(v, default=str)}" for k, v in extra.items())
         if record.exc_info:
             line += "\n" + "\n".join("    " + part for part in self.formatException(record.exc_info).splitlines())
-        return line
+        # Tool output, hook stderr and payloads reach log lines; secrets in them must not reach the log file.
+        from hooks.redaction import redact
+
+        return redact(line)
 
 
 def configure(level: str | None = None) -> None:
