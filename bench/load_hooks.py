@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -63,6 +64,7 @@ class HookLoadPlan:
     mix: str = "programmatic"
     event: str = "PreToolUse"
     inflight: int = 256
+    profile: str | None = None  # --via ipc: cProfile the sidecar into this file
 
 
 def event_payload(event: str, session_id: str, cwd: str, n: int) -> dict[str, Any]:
@@ -85,14 +87,16 @@ class HookLoadReport:
     completed: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     wall_s: float = 0.0
-    fire_ms: list[float] = field(default_factory=list)  # one event, end to end (fire() / request round trip)
-    start_lag_ms: list[float] = field(default_factory=list)  # how late each event started against its schedule
-    hook_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # by hook type
+    # Compact float arrays: in --via direct they share the measured process's RSS.
+    fire_ms: array[float] = field(default_factory=lambda: array("d"))  # one event, end to end (fire() / request round trip)
+    start_lag_ms: array[float] = field(default_factory=lambda: array("d"))  # how late each event started against its schedule
+    hook_ms: dict[str, array[float]] = field(default_factory=lambda: defaultdict(lambda: array("d")))  # by hook type
     outcomes: Counter[str] = field(default_factory=Counter)
     events_out: Counter[str] = field(default_factory=Counter)  # IPC events produced (direct) / received (ipc)
     samples: list[RssSample] = field(default_factory=list)
     peak_kib: int | None = None
     hooks_per_event: Counter[int] = field(default_factory=Counter)
+    tracking_backlog: list[int] = field(default_factory=list)  # records queued for the tracking writer, per second (direct)
 
     def summary(self) -> dict[str, Any]:
         all_hooks = [d for v in self.hook_ms.values() for d in v]
@@ -118,6 +122,10 @@ class HookLoadReport:
             },
             "hook_latency_ms_all": {"p50": round(percentile(all_hooks, 50), 3), "p99": round(percentile(all_hooks, 99), 3)},
         }
+        if self.tracking_backlog:
+            out["tracking_backlog"] = {"max": max(self.tracking_backlog), "last": self.tracking_backlog[-1]}
+        # Other work on the machine shows up in every figure; say how busy it was.
+        out["loadavg_at_end"] = [round(x, 1) for x in os.getloadavg()]
         if self.samples:
             first, last = thirds(self.samples, "sidecar")
             out["rss"] = {
@@ -230,9 +238,18 @@ async def run_direct(plan: HookLoadPlan, root: Path) -> HookLoadReport:
             report.outcomes[r.outcome] += 1
 
     stop = anyio.Event()
+
+    async def watch_backlog() -> None:
+        # Private: the writer's queue is unbounded, so a backlog would be memory growth of its own.
+        while not stop.is_set():
+            report.tracking_backlog.append(runner._tracker._queue.qsize())
+            with anyio.move_on_after(1.0):
+                await stop.wait()
+
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(sampler, os.getpid(), report, stop)
+            tg.start_soon(watch_backlog)
             await paced(plan, report, fire_one)
             report.peak_kib = peak_rss_kib(os.getpid())
             stop.set()
@@ -255,6 +272,8 @@ async def run_ipc(plan: HookLoadPlan, root: Path) -> HookLoadReport:
     scenario = root / "idle.json"
     scenario.write_text(json.dumps({"turns": [], "default": "idle"}))
     env = dict(os.environ, ORION_BENCH_PROGRAMMATIC_HOOKS=str(programmatic))
+    if plan.profile:
+        env["ORION_BENCH_PROFILE"] = str(Path(plan.profile).resolve())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     report = HookLoadReport(plan)
     ours = frozenset(programmatic_hook_names(programmatic))
@@ -318,6 +337,9 @@ def print_report(report: HookLoadReport) -> None:
         r = s["rss"]
         print(f"RSS ({r['process']}): peak {r['peak_mib']} MiB; first third {r['first_third_mib']} MiB, last third "
               f"{r['last_third_mib']} MiB; slope {r['slope_mib_per_min']} MiB/min; CPU {s['cpu_pct']}")
+    if "tracking_backlog" in s:
+        print(f"tracking writer backlog (records queued): max {s['tracking_backlog']['max']}, at the end {s['tracking_backlog']['last']}")
+    print(f"load average at the end: {s['loadavg_at_end']} ({os.cpu_count()} cores)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -329,9 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--event", default="PreToolUse")
     parser.add_argument("--inflight", type=int, default=256)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--profile", help="--via ipc: write a cProfile of the sidecar here (pstats format)")
     args = parser.parse_args(argv)
     plan = HookLoadPlan(via=args.via, rate=args.rate, duration_s=args.duration, mix=args.mix, event=args.event,
-                        inflight=args.inflight)
+                        inflight=args.inflight, profile=args.profile)
 
     import anyio
 

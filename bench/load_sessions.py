@@ -137,6 +137,15 @@ def serve_sidecar() -> int:
         import tracemalloc
 
         tracemalloc.start(int(os.environ.get("ORION_BENCH_TRACEMALLOC_FRAMES", "1")))
+    profile_to = os.environ.get("ORION_BENCH_PROFILE")
+    if profile_to:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        try:
+            return profiler.runcall(main, [], setup=add_bench_methods)
+        finally:
+            profiler.dump_stats(profile_to)
     return main([], setup=add_bench_methods)
 
 
@@ -406,6 +415,8 @@ class LoadReport:
             "problems": self.problems(),
             "sidecar_exit": self.sidecar_exit,
         }
+        # Other work on the machine shows up in every figure; say how busy it was.
+        out["loadavg_at_end"] = [round(x, 1) for x in os.getloadavg()]
         # Start-up (imports, session/new) is not the plateau question: only samples of the load phase count.
         samples = [x for x in self.samples if x.at >= self.load_started_at] or self.samples
         if samples:
@@ -588,6 +599,7 @@ def print_report(report: LoadReport) -> None:
               f"CLIs {c['clis_cpu_pct']}%")
     slow = sorted(s["hook_latency_ms_by_name"].items(), key=lambda kv: -kv[1]["p99"])[:6]
     print("slowest hooks by p99: " + ", ".join(f"{k} p50 {v['p50']} / p99 {v['p99']} ms" for k, v in slow))
+    print(f"load average at the end: {s['loadavg_at_end']} ({os.cpu_count()} cores)")
     print(f"sidecar exit code: {s['sidecar_exit']}; processes left behind: {len(report.leftover_processes)}")
     if report.memory_top and report.memory_top.get("tracing"):
         print(f"tracemalloc: {report.memory_top['total_kib']} KiB live in Python allocations; largest sites:")
