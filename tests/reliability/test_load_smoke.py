@@ -10,7 +10,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "load_sessions.py"
 
@@ -23,6 +22,8 @@ def load_bench():
     return module
 
 
+@pytest.mark.cli
+@pytest.mark.asyncio
 async def test_two_sessions_every_tool_call_gets_exactly_its_ten_hooks(tmp_path: Path) -> None:
     bench = load_bench()
     steps = 3
