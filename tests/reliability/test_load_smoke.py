@@ -10,7 +10,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "load_sessions.py"
 
 
