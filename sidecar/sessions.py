@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -151,6 +152,8 @@ class SessionManager:
         allowed_tools: list[str] | None,
         system_prompt: str | None,
     ) -> tuple[Session, HookSet]:
+        # The SDK import takes ~1 s; on the event loop it would stall every other session and request.
+        await anyio.to_thread.run_sync(importlib.import_module, "claude_agent_sdk")
         from sidecar.agent import AgentConfig, AgentSession
         from sidecar.evaluator import SdkModelClient
         from sidecar.hook_bridge import RunnerBridge

@@ -94,9 +94,13 @@ class ScriptedModelServer:
         log_path: str | Path | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        keep: int | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.requests: list[RequestRecord] = []
+        # Each logged body resends the whole conversation: a long-lived shared server keeps only the newest `keep`.
+        self._keep = keep
+        self._recorded = 0
         self._log_path = Path(log_path) if log_path else None
         self._host, self._port = host, port
         self._server: asyncio.Server | None = None
@@ -156,6 +160,7 @@ class ScriptedModelServer:
         """Forget logged requests and every conversation's position in the script."""
         with self._lock:
             self.requests.clear()
+            self._recorded = 0
             self._conversations.clear()
 
     async def wait_for_requests(self, n: int, timeout: float = 10.0, *, main_only: bool = False) -> list[RequestRecord]:
@@ -202,8 +207,11 @@ class ScriptedModelServer:
 
     def _record(self, record: RequestRecord) -> None:
         with self._lock:
-            record.index = len(self.requests)
+            record.index = self._recorded
+            self._recorded += 1
             self.requests.append(record)
+            if self._keep is not None and len(self.requests) > self._keep:
+                del self.requests[: len(self.requests) - self._keep]
             waiters = list(self._waiters)
         if self._log_path is not None:
             with self._log_path.open("a", encoding="utf-8") as fh:
@@ -316,7 +324,7 @@ class ScriptedModelServer:
                 headers=[
                     ("content-type", "text/event-stream"),
                     ("cache-control", "no-cache"),
-                    ("request-id", "req_scripted_" + str(len(self.requests))),
+                    ("request-id", "req_scripted_" + str(self._recorded)),
                 ],
             ),
         )
@@ -379,6 +387,10 @@ _host: _ServerHost | None = None
 _host_lock = threading.Lock()
 
 
+# Shared servers live as long as the sidecar; the file log (ORION_SCRIPTED_LOG_DIR) keeps everything.
+SHARED_SERVER_KEEP = 200
+
+
 def get_or_start(scenario_path: str | Path, *, log_path: str | Path | None = None) -> str:
     """Start (once per resolved path) a shared server for this scenario file and return its URL."""
     global _host
@@ -388,7 +400,7 @@ def get_or_start(scenario_path: str | Path, *, log_path: str | Path | None = Non
             _host = _ServerHost()
         server = _host.servers.get(path)
         if server is None:
-            server = ScriptedModelServer(path, log_path=log_path)
+            server = ScriptedModelServer(path, log_path=log_path, keep=SHARED_SERVER_KEEP)
             _host.start(server)
             _host.servers[path] = server
         return server.url

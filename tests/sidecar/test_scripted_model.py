@@ -189,6 +189,17 @@ async def test_conversations_keep_their_own_turn_position() -> None:
     assert [streamed_text(r.text) for r in (a1, b1, a2)] == ["turn zero", "turn zero", "turn one"]
 
 
+@pytest.mark.asyncio
+async def test_request_log_keeps_only_the_newest_when_bounded() -> None:
+    server = ScriptedModelServer(parse_scenario(SCENARIO), keep=2)
+    with anyio.fail_after(10):
+        async with server.running() as url, httpx.AsyncClient(base_url=url) as http:
+            for word in ("one", "two", "three", "four"):
+                await http.post("/v1/messages", json=request(word, session=word))
+    assert [r.body["messages"][0]["content"] for r in server.requests] == ["three", "four"]
+    assert [r.index for r in server.requests] == [2, 3]
+
+
 def test_conversation_key_prefers_the_cli_session_id() -> None:
     body = request("x", session="from-metadata")
     assert conversation_key(body, {"x-claude-code-session-id": "from-header"}) == "session:from-header"
