@@ -7,6 +7,7 @@ Prints inputs tried, failures, inputs per kind and the first failures; exit code
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -55,6 +56,7 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=10_000, help="stop after this many inputs (default 10000)")
     parser.add_argument("--seconds", type=float, default=600.0, help="or after this many seconds (default 600)")
     parser.add_argument("--seed", type=int, default=0, help="first hypothesis seed (default 0)")
+    parser.add_argument("--failures", type=Path, help="write every failing input and its problems here (JSON lines)")
     args = parser.parse_args()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="fuzz-wire-") as tmp:
@@ -73,6 +75,11 @@ def main() -> int:
             single[part] = single.get(part, 0) + count
     for kind, count in sorted(single.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:16} {count}")
+    if args.failures is not None:
+        with args.failures.open("w") as out:
+            for wire_input, problems in stats.failures:
+                out.write(json.dumps({"kind": wire_input.kind, "payload": wire_input.payload.decode("utf-8", "backslashreplace"),
+                                      "codes": wire_input.codes, "problems": problems}) + "\n")
     for wire_input, problems in stats.failures[:5]:
         print(f"FAILED {wire_input.kind}: {wire_input.payload[:300]!r}")
         for problem in problems[:5]:

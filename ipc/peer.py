@@ -322,6 +322,9 @@ class JsonRpcPeer:
             self._spawn(self._serve_request, msg, scope, batch)
         elif "id" in msg and ("result" in msg or "error" in msg):
             waiter = self._pending.get(msg["id"]) if _valid_id(msg["id"]) else None
+            if waiter is not None and waiter.done.is_set():
+                # A second answer before the waiter even woke up (same read chunk): the first one stands.
+                waiter = None
             if waiter is None:
                 if self._on_unmatched is not None:
                     self._on_unmatched(msg)

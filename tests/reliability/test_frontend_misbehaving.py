@@ -126,6 +126,11 @@ class RawSidecar:
         waiting = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
         return int.from_bytes(waiting, sys.byteorder), fcntl.fcntl(fd, F_GETPIPE_SZ)
 
+    def pipe_full(self) -> bool:
+        # Pipes fill by pages: with less than a page (PIPE_BUF) free, the next message line cannot go in.
+        waiting, capacity = self.pipe_backlog()
+        return waiting > capacity - select.PIPE_BUF
+
     def stderr_text(self) -> str:
         return self.stderr.decode(errors="replace")[-6000:]
 
@@ -209,3 +214,153 @@ def test_frontend_vanishing_mid_turn_ends_the_session_and_every_process(tmp_path
     assert marker.exists(), "SessionEnd hooks did not run"
     _, alive = psutil.wait_procs(seen, timeout=5.0)
     assert not alive, f"left behind: {[(p.pid, p.cmdline()) for p in alive if p.is_running()]}"
+
+
+# --------------------------------------------------------------------------- the frontend stops reading
+
+
+def test_a_frontend_that_stops_reading_loses_nothing_and_the_sidecar_stays_bounded(tmp_path: Path,
+                                                                                  raw_sidecars: list[RawSidecar]) -> None:
+    count = 30_000
+    text = "".join(f"{i:06d} " for i in range(count))  # one numbered 7-character chunk per event: order is checkable
+    model = write_scenario(tmp_path / "chatty.json", {"text_chunk": 7, "turns": [text]})
+    project = make_project(tmp_path)
+    sidecar = RawSidecar(sidecar_env())
+    raw_sidecars.append(sidecar)
+    sidecar.initialize()
+    session = sidecar.call("session/new", {"projectDir": str(project), "model": model})
+    prompt_id = sidecar.request("session/prompt", {"sessionId": session["sessionId"], "prompt": "talk"})
+
+    # Stop reading. Once the pipe to us is full the sidecar can write nothing more; it must hold back, not hoard.
+    wait_for(sidecar.pipe_full, WAIT_S, "the sidecar's stdout pipe to fill")
+    process = psutil.Process(sidecar.pid)
+    stalled_rss = process.memory_info().rss
+    samples = []
+    for _ in range(40):  # the frontend stays stalled for ~2 s while the model keeps streaming
+        samples.append(process.memory_info().rss)
+        time.sleep(0.05)
+    assert sidecar.pipe_full(), "something read the pipe during the stall"
+    growth_mb = (max(samples) - stalled_rss) / 2**20
+    print(f"RSS at stall {stalled_rss / 2**20:.1f} MiB, growth during the stall {growth_mb:.1f} MiB")
+    assert growth_mb < 16, f"the sidecar's memory grew {growth_mb:.1f} MiB while the frontend was not reading"
+
+    # Read again: every event arrives, in order, and the turn completes.
+    result = sidecar.wait_answer(prompt_id, timeout=120)
+    assert result.get("result", {}).get("stopReason") == "end_turn", result
+    chunks = [e["params"]["update"]["text"] for e in sidecar.events
+              if e["method"] == "session/update" and e["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(chunks) == text, f"{len(chunks)} chunks arrived; text differs from what the model sent"
+    print(f"{len(sidecar.events)} events after the stall, {len(chunks)} text chunks")
+
+
+# --------------------------------------------------------------------------- calls for an ended session
+
+
+@pytest.mark.asyncio
+async def test_requests_for_an_ended_session_get_a_clear_session_ended_error(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    model = write_scenario(tmp_path / "short.json", {"turns": ["Hello."]})
+    with anyio.fail_after(WAIT_S):
+        async with SidecarClient.launch(env=sidecar_env(), cwd=ROOT) as client:
+            session = await client.request("session/new", {"projectDir": str(project), "model": model})
+            sid = session["sessionId"]
+            await client.request("session/end", {"sessionId": sid, "reason": "logout"})
+            for method, params in [
+                ("session/prompt", {"sessionId": sid, "prompt": "are you there?"}),
+                ("session/cancel", {"sessionId": sid}),
+                ("session/end", {"sessionId": sid}),
+                ("hooks/list", {"sessionId": sid}),
+                ("hooks/test", {"sessionId": sid, "event": "Stop"}),
+            ]:
+                with pytest.raises(RemoteError) as caught:
+                    await client.request(method, params)
+                assert caught.value.code == -32001, (method, caught.value)
+                assert caught.value.data == {"sessionId": sid, "state": "ended"}, (method, caught.value.data)
+                assert "ended" in caught.value.message
+            listed = {s["sessionId"]: s["state"] for s in (await client.request("session/list"))["sessions"]}
+            assert listed[sid] == "ended"
+            await client.ping()
+
+
+# --------------------------------------------------------------------------- permission answers late or twice
+
+
+def write_turn_scenario(tmp_path: Path, target: Path) -> str:
+    # Write, not Bash: the built-in env-isolation hook answers "allow" for every Bash command it rewrites.
+    return write_scenario(tmp_path / "ask.json", {
+        "turns": [[{"tool_use": {"name": "Write", "input": {"file_path": str(target), "content": "permitted-output\n"}}}],
+                  "Finished."],
+    })
+
+
+def tool_updates(events: list[Any]) -> list[dict[str, Any]]:
+    return [e.params["update"] for e in events
+            if e.name == "session/update" and e.params["update"]["sessionUpdate"] == "tool_call_update"]
+
+
+# The sidecar numbers its own requests from 1 (docs/PROTOCOL.md); the only one in these sessions is the ask.
+FIRST_SIDECAR_REQUEST_ID = 1
+
+
+@pytest.mark.asyncio
+async def test_a_permission_answer_after_the_timeout_is_denied_and_the_late_answer_ignored(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    target = project / "made.txt"
+    asked = anyio.Event()
+    withdrawn = anyio.Event()
+
+    async def never_in_time(method: str, params: Any) -> dict[str, Any]:
+        asked.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            withdrawn.set()  # the sidecar gave up and sent $/cancelRequest
+        raise AssertionError("unreachable")
+
+    with anyio.fail_after(WAIT_S):
+        async with SidecarClient.launch(env=sidecar_env(ORION_PERMISSION_TIMEOUT="1"), cwd=ROOT, on_request=never_in_time) as client:
+            session = await client.request("session/new", {"projectDir": str(project), "model": write_turn_scenario(tmp_path, target)})
+            start = len(client.history)
+            result = await client.request("session/prompt", {"sessionId": session["sessionId"], "prompt": "run it"})
+            assert asked.is_set() and withdrawn.is_set()
+            [update] = tool_updates(list(client.history)[start:])
+            assert update["status"] == "denied"
+            assert "did not answer within 1 seconds" in update["output"], update
+            assert not target.exists()
+            assert result["stopReason"] == "end_turn"
+
+            await client.send_line(json.dumps({"jsonrpc": "2.0", "id": FIRST_SIDECAR_REQUEST_ID,
+                                               "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}))
+            await client.ping()
+            assert not client.unmatched, list(client.unmatched)  # the late answer drew no error back
+            assert client.returncode is None
+
+
+@pytest.mark.asyncio
+async def test_a_permission_answered_twice_keeps_the_first_answer(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    target = project / "made.txt"
+    box: list[SidecarClient] = []
+    asks: list[str] = []
+
+    async def answer_twice(method: str, params: Any) -> dict[str, Any]:
+        asks.append(method)
+        # First answer (allow) goes out raw; the handler's own return (reject) follows as the second answer.
+        await box[0].send_line(json.dumps({"jsonrpc": "2.0", "id": FIRST_SIDECAR_REQUEST_ID,
+                                           "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}))
+        return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+
+    with anyio.fail_after(WAIT_S):
+        async with SidecarClient.launch(env=sidecar_env(), cwd=ROOT, on_request=answer_twice) as client:
+            box.append(client)
+            session = await client.request("session/new", {"projectDir": str(project), "model": write_turn_scenario(tmp_path, target)})
+            start = len(client.history)
+            result = await client.request("session/prompt", {"sessionId": session["sessionId"], "prompt": "run it"})
+            assert asks == ["session/request_permission"]
+            [update] = tool_updates(list(client.history)[start:])
+            assert update["status"] == "completed", update
+            assert target.read_text() == "permitted-output\n"
+            assert result["stopReason"] == "end_turn"
+            await client.ping()
+            assert not client.unmatched, list(client.unmatched)
+            assert client.returncode is None

@@ -527,7 +527,7 @@ def compare(expected: list[Expected], received: list[Any]) -> list[str]:
                     continue
                 m = next((m for m in members if id_key(m.get("id")) == a.key and _code(m) == a.code), None)
                 if m is None:
-                    problems.append(f"batch member id {a.key}: expected error {a.code}")
+                    problems.append(f"batch member id {a.key}: expected error {a.code}, got {json.dumps(match)[:600]}")
                 else:
                     members.remove(m)
     problems += [f"unexpected answer {json.dumps(r)[:300]}" for r in singles + arrays]
