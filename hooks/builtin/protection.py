@@ -191,12 +191,23 @@ def _redirect_targets(argv: list[str]) -> list[str]:
     return targets
 
 
+# env-isolation's own `unset NAME ... 2>/dev/null; ` prefix (names only, nothing else can hide in it) is
+# skipped: tokenising a hundred variable names per Bash call was a quarter of the guard's cost under load.
+_ISOLATION_PREFIX = re.compile(r"unset(?: [A-Za-z_][A-Za-z0-9_]*)+ 2>/dev/null; ")
+
+
+def _without_isolation_prefix(command: str) -> str:
+    match = _ISOLATION_PREFIX.match(command)
+    return command[match.end():] if match else command
+
+
 def dangerous_command_reason(command: str, cwd: str) -> str | None:
     """Why this Bash command is denied, or None.
 
     shlex treats a newline as plain whitespace, so each line is also checked on
     its own: `echo ok<newline>rm -rf /` must not hide behind the `echo`.
     """
+    command = _without_isolation_prefix(command)
     reason = _command_reason(command, cwd)
     if reason is None and "\n" in command:
         for line in command.splitlines():
