@@ -78,7 +78,7 @@ async def _write_forever(data: Path, project: Path, seed: int) -> None:
         writer, path, n = TrackingWriter(), data / "sessions" / "stress" / "events.jsonl", 0
         while True:
             n += 1
-            writer.write(path, {"ts": time.time(), "n": n, "pad": "é" * rng.randint(10, 20000)})
+            writer.write(path, {"ts": time.time(), "n": n, "pad": "é" * rng.randint(10, 8000)})
             if n % 20 == 0:
                 await asyncio.sleep(0.001)
 
