@@ -276,8 +276,11 @@ class SessionManager:
                             self.settings.session_end_budget_s)
             session.hooks_ran_at_end = len(agg.results) if agg is not None else 0
             with anyio.CancelScope(shield=True):
-                await session.agent.close()
-                await session.runner.aclose()
+                # Side by side, so the CLI's exit and the background hooks' grace period overlap instead of
+                # adding up. Safe: disconnect stops the SDK's reader first, so no hook callback reaches the runner.
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(session.agent.close)
+                    tg.start_soon(session.runner.aclose)
         self._sessions.pop(session_id, None)
         self._ended[session_id] = session
         while len(self._ended) > MAX_ENDED_REMEMBERED:
