@@ -18,7 +18,7 @@ from hooks.hookset import HookSet, load_hookset
 from hooks.registry import HookRegistry, default_registry
 from hooks.runner import HookRunner
 from hooks.types import AggregateResult, SessionContext
-from ipc.errors import InvalidParams, ModelUnavailable, SessionBusy, SessionNotFound
+from ipc.errors import ConnectionClosed, InvalidParams, ModelUnavailable, SessionBusy, SessionNotFound
 from sidecar.hook_events import IpcHookObserver
 
 log = logging.getLogger("sidecar.sessions")
@@ -86,11 +86,22 @@ class SessionManager:
 
     def __init__(self, settings: SessionSettings, notify: NotifyFn, request: RequestFn) -> None:
         self.settings = settings
-        self._notify = notify
+        self._raw_notify = notify
+        self._frontend_gone = False
         self._request = request
         self._sessions: dict[str, Session] = {}
         self._ended: dict[str, Session] = {}
         self._starting: set[str] = set()
+
+    async def _notify(self, event: str, params: dict[str, Any]) -> None:
+        """Send an event; once the frontend is gone, sessions wind down quietly instead of failing every hook."""
+        if self._frontend_gone:
+            return
+        try:
+            await self._raw_notify(event, params)
+        except ConnectionClosed:
+            self._frontend_gone = True
+            log.info("frontend connection closed; further session events are dropped")
 
     # ------------------------------------------------------------------ lookup
 
