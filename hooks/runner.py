@@ -21,7 +21,7 @@ from hooks.interpret import STOP_EVENTS, decision_of, make_result, updated_input
 from hooks.matchers import match_target
 from hooks.paths import data_dir as default_data_dir
 from hooks.paths import project_hash, validate_session_id
-from hooks.tracking import TrackingWriter, _tracking_record
+from hooks.tracking import Execution, TrackingWriter
 from hooks.types import (
     BLOCKING_EVENTS,
     AggregateResult,
@@ -201,11 +201,15 @@ class HookRunner:
 
     async def _announce(self, spec: HookSpec, event: str, session: SessionContext, tool_use_id: str | None) -> str:
         execution_id = f"{self._prefix}-{next(self._seq)}"
-        if self.observer is not None:
-            await self._notify(
-                self.observer.on_started,
-                HookStarted(execution_id, spec.id, spec.name, spec.type, spec.source, event, session.session_id, tool_use_id),
-            )
+        observer = self.observer
+        if observer is not None:
+            # Awaited here, not through _notify: one coroutine less per execution on the hot path.
+            try:
+                await observer.on_started(
+                    HookStarted(execution_id, spec.id, spec.name, spec.type, spec.source, event, session.session_id, tool_use_id)
+                )
+            except Exception:  # an observer bug must not change what hooks decide
+                log.exception("hook observer on_started failed")
         return execution_id
 
     async def _execute(
@@ -218,6 +222,7 @@ class HookRunner:
         execution_id: str | None = None,
         loop_guard: bool = False,
     ) -> HookResult:
+        observer = self.observer
         if execution_id is None:
             execution_id = await self._announce(spec, event, session, tool_use_id)
         ctx = HookContext(
@@ -229,7 +234,6 @@ class HookRunner:
             deadline=asyncio.get_running_loop().time() + spec.timeout_s,
             log=spec.log or log,
         )
-        observer = self.observer
         progress = no_progress
         if observer is not None:
             progress = _Progress(self, observer, execution_id, spec.name, event, session.session_id)
@@ -262,7 +266,10 @@ class HookRunner:
         elif self._debug:
             log.debug("done %s %s outcome=%s exit=%s %.2fms", execution_id, spec.name, result.outcome, result.exit_code, result.duration_ms)
         if observer is not None:
-            await self._notify(observer.on_response, result, session.session_id)
+            try:
+                await observer.on_response(result, session.session_id)
+            except Exception:  # an observer bug must not change what hooks decide
+                log.exception("hook observer on_response failed")
         self._track(result, session)
         return result
 
@@ -295,21 +302,8 @@ class HookRunner:
                     project_hash(session.project_dir),
                 )
                 self._track_paths[key] = paths
-            events_path, timing_path, project = paths
-            record = _tracking_record(result)
-            ts = time.time()  # formatted by the writer thread
-            self._tracker.write(events_path, {"ts": ts, "sessionId": session.session_id, **record})
-            self._tracker.write(
-                timing_path,
-                {
-                    "ts": ts,
-                    "name": record["name"],
-                    "event": record["event"],
-                    "durationMs": record["durationMs"],
-                    "outcome": record["outcome"],
-                    "project": project,
-                },
-            )
+            # The records are built and encoded on the writer thread; ts is taken now.
+            self._tracker.track(Execution(paths[0], paths[1], session.session_id, paths[2], time.time(), result))
         except Exception:
             log.exception("tracking failed for %s", result.execution_id)
 

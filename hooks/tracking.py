@@ -9,6 +9,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,10 @@ from hooks.types import HookResult
 log = logging.getLogger("hooks.tracking")
 
 BATCH_DELAY_S = 0.05
+
+
+# One encoder for every line: json.dumps with options builds a new one per call.
+_ENCODE = json.JSONEncoder(default=str, ensure_ascii=False).encode
 
 
 def _tracking_record(result: HookResult) -> dict[str, Any]:
@@ -37,11 +42,33 @@ def _tracking_record(result: HookResult) -> dict[str, Any]:
     }
 
 
+@dataclass(slots=True)
+class Execution:
+    """One execution to track, captured on the loop; the writer thread turns it into the session line and the timing line."""
+
+    events_path: Path
+    timing_path: Path
+    session_id: str
+    project: str
+    ts: float
+    result: HookResult
+
+    def lines(self) -> tuple[str, str]:
+        record = _tracking_record(self.result)
+        ts = iso(self.ts)
+        event_line = _ENCODE({"ts": ts, "sessionId": self.session_id, **record})
+        timing_line = _ENCODE(
+            {"ts": ts, "name": record["name"], "event": record["event"], "durationMs": record["durationMs"],
+             "outcome": record["outcome"], "project": self.project}
+        )
+        return event_line, timing_line
+
+
 class TrackingWriter:
     """Appends JSON lines from a daemon thread; writing never blocks the loop and a failure is logged, never raised."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[Path, dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Execution | tuple[Path, dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -49,6 +76,12 @@ class TrackingWriter:
         if self._thread is None:
             self._start()
         self._queue.put((path, record))
+
+    def track(self, execution: Execution) -> None:
+        """Queue both lines of one execution; the result must not change afterwards (it is read on the writer thread)."""
+        if self._thread is None:
+            self._start()
+        self._queue.put(execution)
 
     def _start(self) -> None:
         with self._lock:
@@ -86,12 +119,20 @@ class TrackingWriter:
                     stop = True
                 elif isinstance(item, threading.Event):
                     waiters.append(item)
+                elif isinstance(item, Execution):
+                    try:
+                        event_line, timing_line = item.lines()
+                    except Exception as exc:  # a record that cannot be encoded is dropped, loudly
+                        log.warning("tracking record dropped: %s", exc)
+                    else:
+                        batch.setdefault(item.events_path, []).append(event_line)
+                        batch.setdefault(item.timing_path, []).append(timing_line)
                 else:
                     path, record = item
                     if isinstance(record.get("ts"), float):
                         record["ts"] = iso(record["ts"])
                     try:
-                        batch.setdefault(path, []).append(json.dumps(record, default=str, ensure_ascii=False))
+                        batch.setdefault(path, []).append(_ENCODE(record))
                     except Exception as exc:  # a record that cannot be encoded is dropped, loudly
                         log.warning("tracking record dropped: %s", exc)
                 try:

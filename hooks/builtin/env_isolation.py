@@ -53,19 +53,47 @@ def isolate_command(command: str, names: list[str]) -> str:
     return prefix + command
 
 
+class _UnsetPrefix:
+    """The `unset ...; ` prefix for the current environment, rebuilt only when the set of variable names changes.
+
+    Scanning os.environ per Bash call decodes every name; comparing the raw
+    name set with the last one seen is a single C-level set comparison.
+    """
+
+    __slots__ = ("names", "prefixes", "_seen", "_prefix", "_names")
+
+    def __init__(self, names: tuple[str, ...], prefixes: tuple[str, ...]) -> None:
+        self.names = names
+        self.prefixes = prefixes
+        self._seen: set[Any] | None = None
+        self._prefix = ""
+        self._names: list[str] = []
+
+    def get(self) -> tuple[str, list[str]]:
+        raw = getattr(os.environ, "_data", None)  # CPython's encoded store; anything else takes the slow path
+        if raw is None or self._seen is None or raw.keys() != self._seen:
+            self._names = names_to_unset(os.environ, self.names, self.prefixes)
+            self._prefix = _PREFIX_MARK + " ".join(self._names) + _SUFFIX_MARK if self._names else ""
+            self._seen = set(raw) if raw is not None else None
+        return self._prefix, self._names
+
+
 def make_env_isolation(opts: Options, env: BuiltinEnv) -> HookFunction:
     names = tuple(opts.get("names", INTERNAL_ENV_VARS)) + tuple(opts.get("extra_names", ()))
     prefixes = tuple(opts.get("prefixes", INTERNAL_ENV_PREFIXES))
     # Orion answers "allow" so the rewritten command runs without a second prompt;
     # set "permissionDecision": null to leave the permission flow untouched.
     decision = opts.get("permissionDecision", "allow")
+    unset = _UnsetPrefix(names, prefixes)
 
     async def env_isolation(payload: dict[str, Any], ctx: HookContext) -> HookOutput | None:
         tool_input = payload.get("tool_input")
         if not isinstance(tool_input, dict) or not isinstance(tool_input.get("command"), str):
             return None
-        unset = names_to_unset(os.environ, names, prefixes)
-        command = isolate_command(tool_input["command"], unset)
+        prefix, _ = unset.get()
+        command = tool_input["command"]
+        if prefix and not command.startswith(prefix):  # already isolated when the same input is fired twice
+            command = prefix + command
         return HookOutput(
             hookSpecificOutput=HookSpecificOutput(
                 hookEventName="PreToolUse",

@@ -97,8 +97,16 @@ def sensitive_file_reason(path: str, cwd: str) -> str | None:
     return None
 
 
+# Text shlex would split exactly like str.split(): no quotes, escapes, operators, or whitespace other than space and tab.
+_PLAIN_WORDS = re.compile(r"[A-Za-z0-9_\-./=,:@%+~$*{}?\[\]!^ \t]*")
+
+
 def _split_commands(command: str) -> list[list[str]] | None:
     """Simple commands (argv lists) in order, with pipe markers kept as ["|"]; None when it does not tokenize."""
+    if _PLAIN_WORDS.fullmatch(command):
+        # Most agent commands are one plain simple command; shlex costs tens of µs per call for the same answer.
+        words = command.split()
+        return [words] if words else []
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
         lexer.whitespace_split = True

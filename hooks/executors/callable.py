@@ -9,6 +9,7 @@ import logging
 import threading
 import time
 import traceback
+import types
 import typing
 from types import coroutine as types_coroutine
 from typing import Any
@@ -19,6 +20,7 @@ from hooks.interpret import coerce_output
 from hooks.types import ExecutionReport, HookCall
 
 _NO_MODEL = object()
+_CORO = types.CoroutineType  # an exact type check first: cheaper than inspect.iscoroutine
 
 # A synchronous stretch longer than this freezes every session's IPC, hooks and timers: it is reported.
 BLOCK_WARN_S = 0.25
@@ -58,13 +60,20 @@ class CallableExecutor:
         scope = None
         steps = _Steps(call.hook.name)
         started = time.monotonic()
+        deadline = asyncio.get_running_loop().time() + call.timeout_s
         try:
             arg = call.payload if model is _NO_MODEL else model.model_validate(call.payload)
-            async with asyncio.timeout(call.timeout_s) as scope:
-                value = steps.call(fn, arg, call.context)
-                if inspect.iscoroutine(value):
-                    value = await steps.drive(value)
-                elif inspect.isawaitable(value):
+            value = steps.call(fn, arg, call.context)
+            if type(value) is _CORO or inspect.iscoroutine(value):
+                done, value = steps.first(value)
+                if not done:
+                    # A timeout can only act at an await, so only a hook that suspends needs the timer
+                    # (most finish in their first step; arming and cancelling it was a fifth of their cost).
+                    coro, first_yield = value
+                    async with asyncio.timeout_at(deadline) as scope:
+                        value = await steps.drive(coro, first_yield)
+            elif inspect.isawaitable(value):
+                async with asyncio.timeout_at(deadline) as scope:
                     value = await value
         except TimeoutError as exc:
             if scope is not None and scope.expired():
@@ -111,19 +120,21 @@ class _Steps:
         if seconds > self.longest_s:
             self.longest_s = seconds
 
+    def first(self, coro: Any) -> tuple[bool, Any]:
+        """The coroutine's first step: (True, its return value) when it finished, else (False, (coro, what it yielded))."""
+        token = _watchdog.enter(self.name)
+        try:
+            yielded = coro.send(None)
+        except StopIteration as stop:
+            return True, stop.value
+        finally:
+            self._note(_watchdog.leave(token))
+        return False, (coro, yielded)
+
     @types_coroutine
-    def drive(self, coro: Any) -> Any:
-        # What `await coro` does, one send() at a time, so each step is timed and watched.
-        value: Any = None
-        error: BaseException | None = None
+    def drive(self, coro: Any, yielded: Any) -> Any:
+        # What `await coro` does after its first step, one send() at a time, so each step is timed and watched.
         while True:
-            token = _watchdog.enter(self.name)
-            try:
-                yielded = coro.throw(error) if error is not None else coro.send(value)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                self._note(_watchdog.leave(token))
             try:
                 value, error = (yield yielded), None
             except GeneratorExit:
@@ -131,6 +142,13 @@ class _Steps:
                 raise
             except BaseException as exc:  # cancellation included: it goes on into the hook
                 value, error = None, exc
+            token = _watchdog.enter(self.name)
+            try:
+                yielded = coro.throw(error) if error is not None else coro.send(value)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                self._note(_watchdog.leave(token))
 
 
 class _Watchdog:
