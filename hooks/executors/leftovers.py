@@ -50,7 +50,7 @@ def sweep(marker: str, since_pid: int, *, spare: frozenset[int] = frozenset()) -
     for _ in range(_ROUNDS):
         pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
         lowest = _lower_bound(since_pid)
-        found, result.unsure = _kill_carriers(needle, [p for p in pids if p >= lowest and p not in done])
+        found, result.unsure = _kill_carriers(needle, [p for p in pids if p >= lowest and p not in done], opting_out_waits=True)
         if not found:
             break
         result.killed.extend(found.values())
@@ -64,7 +64,8 @@ def follow_up(marker: str, pids: list[int], on_kill: Callable[[list[str]], None]
     needle = _needle(marker)
 
     def recheck(pending: list[int], attempt: int) -> None:
-        killed, unsure = _kill_carriers(needle, pending)
+        last = attempt + 1 >= len(_RECHECK_DELAYS_S)
+        killed, unsure = _kill_carriers(needle, pending, opting_out_waits=not last)
         if killed:
             on_kill(list(killed.values()))
         if unsure and attempt + 1 < len(_RECHECK_DELAYS_S):
@@ -99,8 +100,12 @@ def _lower_bound(since_pid: int) -> int:
     return since_pid if last >= since_pid else 0
 
 
-def _kill_carriers(needle: bytes, pids: list[int]) -> tuple[dict[int, str], list[int]]:
-    """Kill those of `pids` whose environment holds the needle; also returns those whose environment could not be seen yet."""
+def _kill_carriers(needle: bytes, pids: list[int], *, opting_out_waits: bool = False) -> tuple[dict[int, str], list[int]]:
+    """Kill those of `pids` whose environment holds the needle; also returns those whose environment could not be seen yet.
+
+    With `opting_out_waits`, a carrier whose command line drops the marker (`env -u ORION_HOOK_RUN ...`,
+    still on its way to exec the service) is looked at again later instead of being killed now.
+    """
     me = os.getpid()
     killed: dict[int, str] = {}
     unsure: list[int] = []
@@ -125,6 +130,9 @@ def _kill_carriers(needle: bytes, pids: list[int]) -> tuple[dict[int, str], list
                 continue
             if b"\0" + needle not in env and not env.endswith(b"\0" + needle[:-1]):
                 continue
+            if opting_out_waits and _opting_out(pid):
+                unsure.append(pid)
+                continue
             label = f"{pid} ({_comm(pid)})"
             try:
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
@@ -138,6 +146,14 @@ def _kill_carriers(needle: bytes, pids: list[int]) -> tuple[dict[int, str], list
                 os.close(pidfd)
     _await_deaths(dying)
     return killed, unsure
+
+
+def _opting_out(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return MARKER_VAR.encode() in fh.read()
+    except OSError:
+        return False
 
 
 def _may_still_exec(pid: int) -> bool:
