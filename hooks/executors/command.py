@@ -36,6 +36,39 @@ def hook_env(call: HookCall) -> dict[str, str]:
     }
 
 
+def nothing_started_since(pid: int) -> bool:
+    """True when `pid` is still the newest pid of this pid namespace: no process, so no descendant of it, was created after it."""
+    try:
+        with open("/proc/sys/kernel/ns_last_pid", "rb") as fh:
+            return int(fh.read()) == pid
+    except (OSError, ValueError):
+        return False
+
+
+class _BaseEnv:
+    """os.environ as a plain dict, copied again only when the environment changed (names or values)."""
+
+    __slots__ = ("_raw", "_env")
+
+    def __init__(self) -> None:
+        self._raw: dict[Any, Any] | None = None
+        self._env: dict[str, str] = {}
+
+    def copy(self) -> dict[str, str]:
+        # Decoding every variable through os.environ per spawn cost more than the rest of the env handling;
+        # CPython's encoded store compares in one C-level dict comparison.
+        raw = getattr(os.environ, "_data", None)
+        if raw is None:
+            return dict(os.environ)
+        if raw != self._raw:
+            self._env = dict(os.environ)
+            self._raw = dict(raw)
+        return self._env.copy()
+
+
+_base_env = _BaseEnv()
+
+
 class CommandExecutor:
     """Runs `type: "command"` hooks; exit codes and stdout are interpreted by the runner."""
 
@@ -48,7 +81,7 @@ class CommandExecutor:
         spec = call.hook
         command = spec.command or spec.config.command
         data = encode_payload(call.payload)
-        env = dict(os.environ)
+        env = _base_env.copy()
         env.update(hook_env(call))
         env[MARKER_VAR] = new_marker()
         payload_file: str | None = None
@@ -245,6 +278,8 @@ class _Run:
         assert self.proc is not None
         if kill_group:
             self._signal(signal.SIGKILL)
+        elif self.exited and nothing_started_since(self.proc.pid):
+            return  # the shell is gone and no process was created after it: nothing can carry the marker
         self.leftovers += reap(self.env[MARKER_VAR], self.proc.pid, self.call.context.log, self.call.hook.name)
 
     async def _tell_leftovers(self) -> None:
