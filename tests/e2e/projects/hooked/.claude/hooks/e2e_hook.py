@@ -10,6 +10,7 @@ SESSION_START_CONTEXT = "E2E-SESSION-START-CONTEXT: the project codename is quar
 DENY_REASON = "E2E-DENY: denied-marker must never be created."
 POST_CONTEXT = "E2E-POST-CONTEXT: the probe output was checked by the project hook."
 STOP_REASON = "E2E-STOP-REASON: check the work once more before stopping."
+ASK_REASON = "E2E-ASK: the project wants a person to confirm this probe."
 HOLD_LIMIT_S = 30.0
 
 
@@ -47,6 +48,9 @@ def main() -> int:
         if "touch denied-marker" in command:
             print(DENY_REASON, file=sys.stderr)
             return 2
+        if "ask-user-probe" in command:
+            print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                                     "permissionDecisionReason": ASK_REASON}}))
         if "echo original" in command:
             rewritten = {**tool_input, "command": command.replace("echo original", "echo rewritten")}
             print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": rewritten}}))
