@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import queue
 import threading
@@ -54,14 +55,76 @@ class Execution:
     result: HookResult
 
     def lines(self) -> tuple[str, str]:
+        """The two JSON lines, exactly as json.dumps would write the records; formatted directly when every value is plain."""
+        r = self.result
+        duration = round(r.duration_ms, 3)
+        if not (
+            type(r.execution_id) is str and type(self.session_id) is str and type(self.project) is str
+            and type(r.outcome) is str and (r.error is None or type(r.error) is str)
+            and (r.exit_code is None or type(r.exit_code) is int)
+            and type(r.background) is bool and type(r.enforced) is bool
+            and type(duration) is float and math.isfinite(duration)
+        ):
+            return self._encoded(duration)
+        spec = _spec_fragments(r)
+        if spec is None:
+            return self._encoded(duration)
+        identity, name_event = spec
+        ts = _iso_cached(self.ts)
+        dur = repr(duration)
+        outcome = _str(r.outcome)
+        exit_code = "null" if r.exit_code is None else str(r.exit_code)
+        error = "null" if r.error is None else _str(r.error)
+        event_line = (
+            f'{{"ts": "{ts}", "sessionId": {_str(self.session_id)}, "executionId": {_str(r.execution_id)}, {identity}, '
+            f'"outcome": {outcome}, "durationMs": {dur}, "exitCode": {exit_code}, "error": {error}, '
+            f'"background": {_BOOL[r.background]}, "enforced": {_BOOL[r.enforced]}}}'
+        )
+        timing_line = f'{{"ts": "{ts}", {name_event}, "durationMs": {dur}, "outcome": {outcome}, "project": {_str(self.project)}}}'
+        return event_line, timing_line
+
+    def _encoded(self, duration: float) -> tuple[str, str]:
         record = _tracking_record(self.result)
         ts = iso(self.ts)
         event_line = _ENCODE({"ts": ts, "sessionId": self.session_id, **record})
         timing_line = _ENCODE(
-            {"ts": ts, "name": record["name"], "event": record["event"], "durationMs": record["durationMs"],
+            {"ts": ts, "name": record["name"], "event": record["event"], "durationMs": duration,
              "outcome": record["outcome"], "project": self.project}
         )
         return event_line, timing_line
+
+
+# Tracking encodes two lines per execution on the writer thread, which shares the GIL with the loop: the parts
+# that repeat (a hook's identity, the second of the timestamp) are encoded once. Only the writer thread uses these.
+_str = json.encoder.encode_basestring  # what the encoder writes for a str with ensure_ascii=False
+_BOOL = {True: "true", False: "false"}
+_FRAGMENTS: dict[tuple[str, str, str, str, str], tuple[str, str]] = {}
+_MAX_FRAGMENTS = 4096
+_ts_second: tuple[int, str] = (-1, "")
+
+
+def _spec_fragments(r: HookResult) -> tuple[str, str] | None:
+    key = (r.hook_id, r.hook_name, r.hook_type, r.source, r.event)
+    found = _FRAGMENTS.get(key)
+    if found is None:
+        if not all(type(v) is str for v in key):
+            return None
+        if len(_FRAGMENTS) >= _MAX_FRAGMENTS:
+            _FRAGMENTS.clear()
+        hook_id, name, hook_type, source, event = map(_str, key)
+        found = _FRAGMENTS[key] = (
+            f'"hookId": {hook_id}, "name": {name}, "type": {hook_type}, "source": {source}, "event": {event}',
+            f'"name": {name}, "event": {event}',
+        )
+    return found
+
+
+def _iso_cached(t: float) -> str:
+    global _ts_second
+    second = int(t)
+    if _ts_second[0] != second:
+        _ts_second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)))
+    return f"{_ts_second[1]}.{int(t % 1 * 1000):03d}Z"
 
 
 class TrackingWriter:

@@ -21,6 +21,7 @@ from hooks.types import ExecutionReport, HookCall
 
 _NO_MODEL = object()
 _CORO = types.CoroutineType  # an exact type check first: cheaper than inspect.iscoroutine
+_DONE, _SUSPENDED, _AWAITABLE = object(), object(), object()  # what _Steps.start left to do
 
 # A synchronous stretch longer than this freezes every session's IPC, hooks and timers: it is reported.
 BLOCK_WARN_S = 0.25
@@ -63,16 +64,14 @@ class CallableExecutor:
         deadline = asyncio.get_running_loop().time() + call.timeout_s
         try:
             arg = call.payload if model is _NO_MODEL else model.model_validate(call.payload)
-            value = steps.call(fn, arg, call.context)
-            if type(value) is _CORO or inspect.iscoroutine(value):
-                done, value = steps.first(value)
-                if not done:
-                    # A timeout can only act at an await, so only a hook that suspends needs the timer
-                    # (most finish in their first step; arming and cancelling it was a fifth of their cost).
-                    coro, first_yield = value
-                    async with asyncio.timeout_at(deadline) as scope:
-                        value = await steps.drive(coro, first_yield)
-            elif inspect.isawaitable(value):
+            state, value = steps.start(fn, arg, call.context)
+            # A timeout can only act at an await, so only a hook that suspends needs the timer
+            # (most finish in their first step; arming and cancelling it was a fifth of their cost).
+            if state is _SUSPENDED:
+                coro, first_yield = value
+                async with asyncio.timeout_at(deadline) as scope:
+                    value = await steps.drive(coro, first_yield)
+            elif state is _AWAITABLE:
                 async with asyncio.timeout_at(deadline) as scope:
                     value = await value
         except TimeoutError as exc:
@@ -109,27 +108,26 @@ class _Steps:
             return ""
         return f"{sep}blocked the event loop for {self.longest_s * 1000:.0f} ms (synchronous work in an async hook: move it to a thread)"
 
-    def call(self, fn: Any, *args: Any) -> Any:
+    def start(self, fn: Any, *args: Any) -> tuple[object, Any]:
+        """Call the hook and, when it gives a coroutine, run that coroutine's first step: one watched stretch.
+
+        Returns (_DONE, the answer), (_SUSPENDED, (coroutine, what it yielded)) or (_AWAITABLE, another awaitable).
+        """
         token = _watchdog.enter(self.name)
         try:
-            return fn(*args)
+            value = fn(*args)
+            if type(value) is _CORO or inspect.iscoroutine(value):
+                try:
+                    return _SUSPENDED, (value, value.send(None))
+                except StopIteration as stop:
+                    return _DONE, stop.value
+            return (_AWAITABLE if inspect.isawaitable(value) else _DONE), value
         finally:
             self._note(_watchdog.leave(token))
 
     def _note(self, seconds: float) -> None:
         if seconds > self.longest_s:
             self.longest_s = seconds
-
-    def first(self, coro: Any) -> tuple[bool, Any]:
-        """The coroutine's first step: (True, its return value) when it finished, else (False, (coro, what it yielded))."""
-        token = _watchdog.enter(self.name)
-        try:
-            yielded = coro.send(None)
-        except StopIteration as stop:
-            return True, stop.value
-        finally:
-            self._note(_watchdog.leave(token))
-        return False, (coro, yielded)
 
     @types_coroutine
     def drive(self, coro: Any, yielded: Any) -> Any:

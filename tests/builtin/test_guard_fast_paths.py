@@ -1,0 +1,54 @@
+"""The guards' cached and fast paths answer exactly as the slow ones: env-isolation follows environment changes, protection's plain-command split matches shlex."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hooks.builtin.protection import _split_commands, dangerous_command_reason
+from tests.builtin.harness import sandbox
+
+
+@pytest.mark.asyncio
+async def test_env_isolation_follows_variables_set_and_removed_between_calls(tmp_path, monkeypatch):
+    async with sandbox(tmp_path) as sb:
+        first = (await sb.tool("PreToolUse", "Bash", {"command": "ls"})).updated_input["command"]
+        assert "ORION_LATE_SECRET" not in first
+        monkeypatch.setenv("ORION_LATE_SECRET", "s3cret")
+        second = (await sb.tool("PreToolUse", "Bash", {"command": 'echo "${ORION_LATE_SECRET-unset}"'})).updated_input["command"]
+        monkeypatch.delenv("ORION_LATE_SECRET")
+        third = (await sb.tool("PreToolUse", "Bash", {"command": "ls"})).updated_input["command"]
+    assert "ORION_LATE_SECRET" in second.split("; ", 1)[0]
+    assert "ORION_LATE_SECRET" not in third
+    # run with the secret present, as the agent's shell would have it: the rewritten command does not see it
+    out = subprocess.run(["/bin/sh", "-c", second], capture_output=True, text=True, check=True,
+                         env={"PATH": "/usr/bin:/bin", "ORION_LATE_SECRET": "s3cret"})
+    assert out.stdout.strip() == "unset"
+
+
+def _shlex_split(command: str) -> list[list[str]]:
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words = list(lexer)
+    return [words] if words else []
+
+
+PLAIN = st.text(alphabet="abz09AZ_-./=,:@%+~$*{}?[]!^ \t", max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(PLAIN)
+def test_plain_commands_split_as_shlex_splits_them(command):
+    assert _split_commands(command) == _shlex_split(command)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["rm -rf /", "rm -rf ~", "sudo rm -rf /*", "rm -fr $HOME", "chmod -R 777 /", "shutdown now"]),
+       st.lists(st.sampled_from(["-v", "./build", "x=1", "--", "a.txt"]), max_size=3))
+def test_plain_dangerous_commands_are_still_denied(command, extra):
+    assert dangerous_command_reason(" ".join([command, *extra]), "/p") is not None

@@ -1,0 +1,51 @@
+"""Tracking lines: every execution's two JSON lines read back as the records the execution had, whatever its text holds."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from hooks.tracking import Execution, TrackingWriter, iso, read_records
+from hooks.types import HookResult
+
+AWKWARD = ["plain", 'quo"te', "back\\slash", "new\nline", "tab\t", "ünïcode", "emoji 🎉", "\x00ctl", "\u2028sep", ""]
+
+
+def _result(i: int, text: str, duration: float, exit_code: int | None) -> HookResult:
+    return HookResult(
+        execution_id=f"ex-{i}", hook_id=f"project:PreToolUse:{text}", hook_name=text, hook_type="command", source="project",
+        event="PreToolUse", outcome="error" if exit_code else "success", duration_ms=duration, exit_code=exit_code,
+        error=text or None, background=bool(i % 2), enforced=not i % 3,
+    )
+
+
+def test_each_execution_reads_back_as_its_record(tmp_path: Path) -> None:
+    events, timing = tmp_path / "sessions" / "s-1" / "events.jsonl", tmp_path / "analytics" / "hook-timing.jsonl"
+    durations = [0.0, 0.0125, 123456.789, 1e20, 7]
+    executions = [
+        Execution(events, timing, "s-1", "proj" + text, 1700000000.0 + i * 0.3337, _result(i, text, durations[i % len(durations)], (None, 0, 2, -9)[i % 4]))
+        for i, text in enumerate(AWKWARD * 2)
+    ]
+    writer = TrackingWriter()
+    for execution in executions:
+        writer.track(execution)
+    writer.close()
+    got_events, got_timing = list(read_records(events)), list(read_records(timing))
+    assert len(got_events) == len(got_timing) == len(executions)
+    for execution, event, timed in zip(executions, got_events, got_timing):
+        r = execution.result
+        assert event == {
+            "ts": iso(execution.ts), "sessionId": "s-1", "executionId": r.execution_id, "hookId": r.hook_id, "name": r.hook_name,
+            "type": "command", "source": "project", "event": "PreToolUse", "outcome": r.outcome,
+            "durationMs": round(r.duration_ms, 3), "exitCode": r.exit_code, "error": r.error, "background": r.background,
+            "enforced": r.enforced,
+        }
+        assert timed == {"ts": iso(execution.ts), "name": r.hook_name, "event": "PreToolUse",
+                         "durationMs": round(r.duration_ms, 3), "outcome": r.outcome, "project": execution.project}
+
+
+def test_a_duration_json_cannot_hold_plainly_is_still_written(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    event_line, timing_line = Execution(path, path, "s-1", "p", 1700000000.5, _result(1, "x", math.inf, 0)).lines()
+    assert json.loads(event_line)["durationMs"] == math.inf and json.loads(timing_line)["name"] == "x"
