@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectSendStream
@@ -134,6 +134,24 @@ class LineDecoder:
             out.append(MalformedLine("invalid JSON: nested too deeply", length=len(line)))
 
 
+class PushSource(Protocol):
+    """Hands decoded items to one consumer right in the reader's callback, instead of through `incoming`.
+
+    A consumer that takes items this way saves the event-loop turn of waking a receiving task per message.
+    """
+
+    def subscribe(self, consumer: Callable[[Item], None], on_eof: Callable[[], None]) -> None:
+        """From now on every item (those already queued in `incoming` first) goes to `consumer`; `on_eof` once at the end."""
+
+    def unsubscribe(self) -> None:
+        """Back to queueing items in `incoming`."""
+
+    def pause(self) -> None:
+        """Hold further items (and stop reading) until `resume`; the consumer is behind."""
+
+    def resume(self) -> None: ...
+
+
 @dataclass(slots=True)
 class Transport:
     """A connection as two object streams: decoded items in, messages out. `broken` is set when writing fails."""
@@ -141,6 +159,7 @@ class Transport:
     incoming: MemoryObjectReceiveStream[Item]
     outgoing: ObjectSendStream[Message]  # a memory object stream, or PipeSendStream on stdio; both have send_nowait
     broken: anyio.Event = field(default_factory=anyio.Event)
+    push: PushSource | None = None  # set where items can be taken by callback (stdio pipes)
 
 
 async def _pump_in(read: Callable[[], Awaitable[bytes]], decoder: LineDecoder, sink: MemoryObjectSendStream[Item]) -> None:
@@ -276,15 +295,23 @@ def _release_stdio(fds: _StdioFds) -> None:
 
 
 class _PipeReader(asyncio.Protocol):
-    """Decodes right in the event loop's read callback and hands items straight to the stream (no reader task hop)."""
+    """Decodes right in the event loop's read callback and hands items on without a reader task.
 
-    def __init__(self, decoder: LineDecoder, sink: MemoryObjectSendStream[Item]) -> None:
+    Items go to the stream until a consumer subscribes (PushSource), then straight to the consumer.
+    """
+
+    def __init__(self, decoder: LineDecoder, sink: MemoryObjectSendStream[Item], source: MemoryObjectReceiveStream[Item]) -> None:
         self._decoder = decoder
         self._sink = sink
+        self._source = source  # the stream's other end, drained into a consumer when one subscribes
         self._backlog: deque[Item] = deque()
         self._wake = anyio.Event()
         self._eof = False
         self._transport: asyncio.ReadTransport | None = None
+        self._consumer: Callable[[Item], None] | None = None
+        self._on_eof: Callable[[], None] | None = None
+        self._held = False  # the consumer asked for a pause
+        self._sending = False  # drain_backlog is inside sink.send(backlog[0])
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
@@ -306,7 +333,10 @@ class _PipeReader(asyncio.Protocol):
         for item in self._decoder.finish():
             self._deliver(item)
         self._eof = True
-        if self._backlog:
+        if self._consumer is not None:
+            self._sink.close()
+            self._pump()
+        elif self._backlog:
             self._wake.set()
         else:
             self._sink.close()
@@ -315,31 +345,106 @@ class _PipeReader(asyncio.Protocol):
         if self._backlog:
             self._backlog.append(item)
             return
+        if self._consumer is not None:
+            if self._held:
+                self._backlog.append(item)
+            else:
+                self._consume(item)
+            return
         try:
             self._sink.send_nowait(item)
         except anyio.WouldBlock:
             # The consumer is behind: stop reading (the pipe fills, the writer on the other side waits).
             self._backlog.append(item)
-            if self._transport is not None and not self._eof:
-                self._transport.pause_reading()
+            self._pause_reading()
             self._wake.set()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
 
+    def _consume(self, item: Item) -> None:
+        assert self._consumer is not None
+        try:
+            self._consumer(item)
+        except Exception:
+            # Escaping here would drop the rest of the read chunk: later requests would go unanswered.
+            logger.exception("consumer failed on an input item")
+
+    def _pause_reading(self) -> None:
+        if self._transport is not None and not self._eof:
+            self._transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if self._transport is not None and not self._eof and not self._transport.is_closing():
+            self._transport.resume_reading()
+
+    def _pump(self) -> None:
+        """Consumer mode: hand over the backlog until the consumer pauses; then read on, or report the end."""
+        if self._sending:
+            return  # drain_backlog owns backlog[0] until its send returns; it pumps after that
+        while self._backlog and not self._held and self._consumer is not None:
+            self._consume(self._backlog.popleft())
+        if self._held or self._backlog or self._consumer is None:
+            return
+        if self._eof:
+            on_eof, self._on_eof = self._on_eof, None
+            if on_eof is not None:
+                on_eof()
+        else:
+            self._resume_reading()
+
+    # -- PushSource
+    def subscribe(self, consumer: Callable[[Item], None], on_eof: Callable[[], None]) -> None:
+        self._consumer, self._on_eof, self._held = consumer, on_eof, False
+        # Whatever reached the stream first goes first; taking an item from a full stream also moves a
+        # waiting drain_backlog send into it, which is then received here as well (in order).
+        while True:
+            try:
+                item = self._source.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            self._consume(item)
+            if self._consumer is None:
+                return
+        self._pump()
+
+    def unsubscribe(self) -> None:
+        self._consumer = self._on_eof = None
+        self._held = False
+        if self._backlog:
+            self._wake.set()
+        elif self._eof:
+            self._sink.close()
+
+    def pause(self) -> None:
+        if self._consumer is not None and not self._held:
+            self._held = True
+            self._pause_reading()
+
+    def resume(self) -> None:
+        if self._held:
+            self._held = False
+            self._pump()
+
     async def drain_backlog(self) -> None:
-        """Runs for the transport's lifetime: feeds the backlog to a slow consumer, then resumes reading."""
+        """Runs for the transport's lifetime: feeds the backlog to a slow stream consumer, then resumes reading."""
         try:
             while True:
                 await self._wake.wait()
                 self._wake = anyio.Event()
-                while self._backlog:
-                    await self._sink.send(self._backlog[0])
+                while self._backlog and self._consumer is None:
+                    self._sending = True
+                    try:
+                        await self._sink.send(self._backlog[0])
+                    finally:
+                        self._sending = False
                     self._backlog.popleft()
+                if self._consumer is not None:
+                    self._pump()
+                    continue
                 if self._eof:
                     self._sink.close()
                     return
-                if self._transport is not None and not self._transport.is_closing():
-                    self._transport.resume_reading()
+                self._resume_reading()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return
 
@@ -488,7 +593,7 @@ async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, 
         loop = asyncio.get_running_loop()
         in_send, in_recv = anyio.create_memory_object_stream[Item](INCOMING_QUEUE)
         broken = anyio.Event()
-        reader = _PipeReader(LineDecoder(max_line_bytes), in_send)
+        reader = _PipeReader(LineDecoder(max_line_bytes), in_send, in_recv)
         writer = PipeSendStream(loop, broken)
         in_file = os.fdopen(fds.read_fd, "rb", buffering=0)
         out_file = os.fdopen(fds.write_fd, "wb", buffering=0)
@@ -499,7 +604,7 @@ async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, 
             async with _framed_files(in_file, out_file, max_line_bytes, flush_timeout) as transport:
                 yield transport
             return
-        transport = Transport(in_recv, writer, broken)
+        transport = Transport(in_recv, writer, broken, reader)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(reader.drain_backlog)

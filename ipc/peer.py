@@ -31,7 +31,7 @@ from ipc.errors import (
     validation_errors,
 )
 from ipc._jsonrpcserver import async_dispatcher, dispatcher, response, result, sentinels
-from ipc.framing import RawLine, Transport
+from ipc.framing import PushSource, RawLine, Transport
 
 logger = logging.getLogger("ipc.peer")
 
@@ -133,6 +133,7 @@ class JsonRpcPeer:
         self._idle.set()
         self._tg: TaskGroup | None = None
         self._backlog: deque[Any] = deque()  # answers waiting for a congested output
+        self._push: PushSource | None = None  # while items are taken by callback (see _take_pushed)
         self._drained = anyio.Event()
         self.eof = anyio.Event()  # the other side closed its end (or the transport broke)
         # jsonrpcserver looks methods up by name; every name maps to our one adapter, which routes by ctx.method
@@ -158,28 +159,52 @@ class JsonRpcPeer:
 
     async def run(self) -> None:
         """Read and serve until the other side closes; returns once every in-flight call has finished."""
-        incoming = self._transport.incoming
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self._watch_broken)
-                try:
-                    while True:
-                        try:
-                            item = incoming.receive_nowait()
-                        except anyio.WouldBlock:
-                            item = await incoming.receive()
-                        self._on_item(item)
-                        if len(self._backlog) >= BACKLOG_LIMIT:
-                            await self._drained.wait()
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    pass
+                if self._transport.push is not None:
+                    await self._take_pushed(self._transport.push)
+                else:
+                    await self._receive_all()
                 self._close_pending()
                 await self.wait_idle()
                 tg.cancel_scope.cancel()
         finally:
             self._close_pending()
             await self._abandon_calls()
+
+    async def _receive_all(self) -> None:
+        incoming = self._transport.incoming
+        try:
+            while True:
+                try:
+                    item = incoming.receive_nowait()
+                except anyio.WouldBlock:
+                    item = await incoming.receive()
+                self._on_item(item)
+                if len(self._backlog) >= BACKLOG_LIMIT:
+                    await self._drained.wait()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def _take_pushed(self, source: PushSource) -> None:
+        # Items arrive in the reader's own callback: a request's task is created in the same loop turn
+        # that read it, instead of one turn later after waking a receiving task.
+        ended = asyncio.Event()
+        self._push = source
+
+        def consume(item: Any) -> None:
+            self._on_item(item)
+            if len(self._backlog) >= BACKLOG_LIMIT:
+                source.pause()  # resumed when the backlog has drained (_drain_backlog)
+
+        source.subscribe(consume, ended.set)
+        try:
+            await ended.wait()
+        finally:
+            self._push = None
+            source.unsubscribe()
 
     async def _abandon_calls(self) -> None:
         if not self._calls:
@@ -448,6 +473,8 @@ class JsonRpcPeer:
             self._backlog.clear()
         finally:
             self._drained.set()
+            if self._push is not None:
+                self._push.resume()
 
     async def _send(self, message: Any) -> None:
         outgoing = self._transport.outgoing
@@ -493,8 +520,9 @@ class _AnyName(Mapping[str, Any]):
     __slots__ = ("_fn",)
 
     def __init__(self, fn: Callable[..., Awaitable[Any]]) -> None:
-        # jsonrpcserver binds the call against the signature on every request; a precomputed one keeps that cheap.
-        fn.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+        # jsonrpcserver binds each call against the method's signature to detect bad arguments. The adapter
+        # takes (ctx, /, *args, **kwargs), so that bind always succeeds: a signature that skips it saves its cost.
+        fn.__signature__ = _AlwaysBinds.from_callable(fn)  # type: ignore[attr-defined]
         self._fn = fn
 
     def __getitem__(self, name: str) -> Any:
@@ -505,3 +533,12 @@ class _AnyName(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return 0
+
+
+class _AlwaysBinds(inspect.Signature):
+    """The adapter's signature, whose `bind` is a no-op: every call to the adapter binds."""
+
+    __slots__ = ()
+
+    def bind(self, /, *args: Any, **kwargs: Any) -> Any:  # positional-only: params may carry a "self" key
+        return None

@@ -1,10 +1,16 @@
-"""Pydantic models for every method's params and result, every event, and the sidecar → frontend requests (camelCase on the wire)."""
+"""Pydantic models for every method's params and result, every event, and the sidecar → frontend requests (camelCase on the wire).
+
+The models the first requests need live here; those of sessions, hooks, memory and their events live in
+`ipc.protocol_agent` and appear here on first use (`p.SessionNewParams`, `from ipc.protocol import ...`):
+creating ~45 model classes costs ~15 ms that a starting sidecar does not need before `initialize` answers.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+import importlib
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION = "2026-11-01"
@@ -64,338 +70,8 @@ class CancelRequestParams(WireModel):
     id: int | str
 
 
-# --------------------------------------------------------------------------- sessions
 
-SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
-PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan"]
-StopReason = Literal["end_turn", "max_turns", "cancelled", "blocked", "error", "max_tokens", "stop_sequence", "tool_use"]
-
-
-class SessionNewParams(WireModel):
-    """Start an agent session in a project directory."""
-
-    project_dir: str
-    session_id: SessionId | None = None
-    vault_dir: str | None = None
-    model: str | None = None
-    permission_mode: PermissionMode | None = None
-    allowed_tools: list[str] | None = None
-    system_prompt: str | None = None
-
-
-class HookCounts(WireModel):
-    active: int
-    untrusted: int
-    dropped: int
-
-
-class SessionNewResult(WireModel):
-    session_id: str
-    model: str
-    hooks: HookCounts
-
-
-class SessionPromptParams(WireModel):
-    """Run one prompt to completion; events stream as `session/update` while it runs."""
-
-    session_id: str
-    prompt: str
-
-
-class SessionPromptResult(WireModel):
-    stop_reason: StopReason
-    result_text: str | None
-    usage: dict[str, Any] = Field(default_factory=dict)
-    cost_usd: float | None = None
-    duration_ms: int
-    num_turns: int
-
-
-class SessionRef(WireModel):
-    """Names one session."""
-
-    session_id: str
-
-
-class SessionCancelResult(WireModel):
-    cancelled: bool
-
-
-class SessionEndParams(WireModel):
-    """End a session; SessionEnd hooks run with `reason`."""
-
-    session_id: str
-    reason: str = "other"
-
-
-class SessionEndResult(WireModel):
-    ended: bool
-    hooks_ran: int
-
-
-class SessionInfo(WireModel):
-    session_id: str
-    project_dir: str
-    vault_dir: str | None = None
-    model: str
-    state: Literal["idle", "running", "ended"]
-    created_at: str  # ISO 8601, UTC
-
-
-class SessionListResult(WireModel):
-    sessions: list[SessionInfo]
-
-
-# --------------------------------------------------------------------------- hooks
-
-
-class HookScope(WireModel):
-    """Which hooks: those of a live session, or those a project (and optional vault) would load."""
-
-    session_id: str | None = None
-    project_dir: str | None = None
-    vault_dir: str | None = None
-
-    @model_validator(mode="after")
-    def _needs_a_target(self) -> HookScope:
-        if self.session_id is None and self.project_dir is None:
-            raise ValueError("give sessionId or projectDir")
-        return self
-
-
-class HookInfo(WireModel):
-    id: str
-    name: str
-    event: str
-    matcher: str | None = None
-    type: str
-    source: str
-    source_file: str | None = None
-    state: Literal["active", "disabled", "dropped", "untrusted", "invalid"]
-    reason: str | None = None
-    timeout: float | None = None
-    fail_closed: bool = False
-    async_: bool = Field(default=False, alias="async")
-
-
-class HooksListResult(WireModel):
-    hooks: list[HookInfo]
-    warnings: list[str] = Field(default_factory=list)
-
-
-class HooksTrustParams(WireModel):
-    """Trust a project's hooks as they are now (by content hash)."""
-
-    project_dir: str
-
-
-class HooksTrustResult(WireModel):
-    trusted: bool
-    hash: str
-
-
-class HooksTestParams(HookScope):
-    """Fire one event with a payload through the hook engine, with no agent."""
-
-    event: str
-    payload: dict[str, Any] = Field(default_factory=dict)
-    hook_name: str | None = None
-
-
-class HooksTestResult(WireModel):
-    aggregate: dict[str, Any]
-    results: list[dict[str, Any]]
-
-
-# --------------------------------------------------------------------------- memory
-
-
-class MemorySearchParams(WireModel):
-    """Full-text search over remembered prompts, observations and summaries."""
-
-    query: str
-    project: str | None = None
-    limit: int = Field(default=10, ge=1, le=100)
-
-
-class MemoryHit(WireModel):
-    kind: Literal["prompt", "observation", "summary"]
-    session_id: str
-    project: str
-    text: str
-    snippet: str
-    created_at: str
-    score: float
-
-
-class MemorySearchResult(WireModel):
-    results: list[MemoryHit]
-
-
-# --------------------------------------------------------------------------- sidecar → frontend request
-
-
-class PermissionOption(WireModel):
-    option_id: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
-    name: str
-    kind: str
-
-
-class RequestPermissionParams(WireModel):
-    """The agent wants to use a tool and the rules say ask: the frontend picks an option."""
-
-    session_id: str
-    tool_use_id: str
-    tool_name: str
-    tool_input: dict[str, Any]
-    reason: str | None = None
-    options: list[PermissionOption]
-
-
-class PermissionSelected(WireModel):
-    outcome: Literal["selected"]
-    option_id: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
-
-
-class PermissionCancelled(WireModel):
-    outcome: Literal["cancelled"]
-
-
-class RequestPermissionResult(WireModel):
-    outcome: Annotated[Union[PermissionSelected, PermissionCancelled], Field(discriminator="outcome")]
-
-
-# --------------------------------------------------------------------------- events (sidecar → frontend notifications)
-
-
-class HookStartedEvent(WireModel):
-    """A hook began executing."""
-
-    session_id: str
-    execution_id: str
-    hook_id: str
-    hook_name: str
-    hook_type: str
-    source: str
-    event: str
-    tool_use_id: str | None = None
-
-
-class HookProgressEvent(WireModel):
-    """One line a running hook wrote."""
-
-    session_id: str
-    execution_id: str
-    hook_name: str
-    event: str
-    stream: Literal["stdout", "stderr"]
-    line: str
-
-
-class HookResponseEvent(WireModel):
-    """A hook finished: outcome, exit code, timing and parsed output."""
-
-    session_id: str
-    execution_id: str
-    hook_id: str
-    hook_name: str
-    hook_type: str
-    source: str
-    event: str
-    outcome: Literal["success", "blocked", "error", "timeout", "cancelled"]
-    exit_code: int | None = None
-    duration_ms: float
-    output: dict[str, Any] | None = None
-    stdout: str | None = None
-    stderr: str | None = None
-    error: str | None = None
-    traceback: str | None = None
-    fail_closed: bool = False
-    background: bool = False
-    enforced: bool = False
-
-
-class ProjectRef(WireModel):
-    name: str
-    path: str
-
-
-class ProjectContextChangeEvent(WireModel):
-    """The session's active project changed."""
-
-    session_id: str
-    project: ProjectRef
-    reason: str
-
-
-class ContextSummaryUpdatedEvent(WireModel):
-    """A new summary of the session's context is available."""
-
-    session_id: str
-    summary: str = Field(max_length=4000)
-    trigger: Literal["manual", "auto"]
-
-
-class NotificationEvent(WireModel):
-    """Something the user should see (from a Notification hook or the agent)."""
-
-    session_id: str
-    title: str | None = None
-    message: str
-    notification_type: str | None = None
-
-
-class UserMessageUpdate(WireModel):
-    session_update: Literal["user_message"]
-    text: str
-
-
-class AgentMessageChunkUpdate(WireModel):
-    session_update: Literal["agent_message_chunk"]
-    text: str
-
-
-class AgentThoughtChunkUpdate(WireModel):
-    session_update: Literal["agent_thought_chunk"]
-    text: str
-
-
-class ToolCallUpdate(WireModel):
-    session_update: Literal["tool_call"]
-    tool_use_id: str
-    name: str
-    input: dict[str, Any]
-
-
-class ToolCallStatusUpdate(WireModel):
-    session_update: Literal["tool_call_update"]
-    tool_use_id: str
-    status: Literal["completed", "failed", "denied"]
-    output: Any = None
-    is_error: bool = False
-
-
-class ResultUpdate(WireModel):
-    session_update: Literal["result"]
-    stop_reason: StopReason
-    result_text: str | None = None
-    usage: dict[str, Any] = Field(default_factory=dict)
-    cost_usd: float | None = None
-    duration_ms: int
-    num_turns: int
-
-
-SessionUpdateBody = Annotated[
-    Union[UserMessageUpdate, AgentMessageChunkUpdate, AgentThoughtChunkUpdate, ToolCallUpdate, ToolCallStatusUpdate, ResultUpdate],
-    Field(discriminator="session_update"),
-]
-
-
-class SessionUpdateEvent(WireModel):
-    """Progress of a running prompt; `update.sessionUpdate` says which kind."""
-
-    session_id: str
-    update: SessionUpdateBody
+# --------------------------------------------------------------------------- log
 
 
 class LogEvent(WireModel):
@@ -405,3 +81,21 @@ class LogEvent(WireModel):
     logger: str
     message: str
     data: dict[str, Any] | None = None
+
+
+def __getattr__(name: str) -> Any:
+    # Dunder probes (copy, pickle, typing) must not load the agent models.
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    agent = importlib.import_module("ipc.protocol_agent")
+    exported = {key: value for key, value in vars(agent).items() if not key.startswith("_") and key not in globals()}
+    globals().update(exported)
+    try:
+        return exported[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__() -> list[str]:
+    agent = importlib.import_module("ipc.protocol_agent")
+    return sorted({*globals(), *(key for key in vars(agent) if not key.startswith("_"))})

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -12,57 +13,99 @@ from ipc import protocol as p
 
 @dataclass(slots=True, frozen=True)
 class MethodSpec:
-    """One method: its params model, its result model (None for a null result), and whether it is a notification."""
+    """One method: its params model, its result model (None for a null result), and whether it is a notification.
+
+    Models are named, not held: most live in `ipc.protocol_agent`, which is imported the first time one is used.
+    """
 
     name: str
-    params: type[BaseModel]
-    result: type[BaseModel] | None
+    params_model: str
+    result_model: str | None
     kind: Literal["request", "notification"] = "request"
     summary: str = ""
 
+    @property
+    def params(self) -> type[BaseModel]:
+        return getattr(p, self.params_model)
 
-def _m(name: str, params: type[BaseModel], result: type[BaseModel] | None, summary: str,
+    @property
+    def result(self) -> type[BaseModel] | None:
+        return getattr(p, self.result_model) if self.result_model is not None else None
+
+
+class ModelTable(Mapping[str, type[BaseModel]]):
+    """Event name → model, each looked up in `ipc.protocol` on first use (see MethodSpec)."""
+
+    __slots__ = ("_names", "_models")
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self._names = names
+        self._models: dict[str, type[BaseModel]] = {}
+
+    def __getitem__(self, key: str) -> type[BaseModel]:
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = getattr(p, self._names[key])
+        return model
+
+    def get(self, key: str, default: Any = None) -> Any:  # on every event sent: no exception round trip
+        model = self._models.get(key)
+        if model is not None:
+            return model
+        return self[key] if key in self._names else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def _m(name: str, params: str, result: str | None, summary: str,
        kind: Literal["request", "notification"] = "request") -> tuple[str, MethodSpec]:
     return name, MethodSpec(name, params, result, kind, summary)
 
 
 # Frontend → sidecar.
 METHODS: dict[str, MethodSpec] = dict([
-    _m("initialize", p.InitializeParams, p.InitializeResult,
+    _m("initialize", "InitializeParams", "InitializeResult",
        "Handshake. Must be the first request; any other request before it fails with -32002."),
-    _m("ping", p.Empty, p.Empty, "Liveness check; answers `{}`."),
-    _m("shutdown", p.Empty, None,
+    _m("ping", "Empty", "Empty", "Liveness check; answers `{}`."),
+    _m("shutdown", "Empty", None,
        "Begin an orderly shutdown; answers `null`. Later requests fail with -32600; `exit` (or EOF) then ends the process with code 0."),
-    _m("exit", p.Empty, None, "End the process (code 0). Also happens on EOF of stdin, SIGTERM and SIGINT.", "notification"),
-    _m("$/cancelRequest", p.CancelRequestParams, None,
+    _m("exit", "Empty", None, "End the process (code 0). Also happens on EOF of stdin, SIGTERM and SIGINT.", "notification"),
+    _m("$/cancelRequest", "CancelRequestParams", None,
        "Cancel an in-flight request by id; it answers -32800. Works in both directions.", "notification"),
-    _m("session/new", p.SessionNewParams, p.SessionNewResult, "Start an agent session in a project."),
-    _m("session/prompt", p.SessionPromptParams, p.SessionPromptResult,
+    _m("session/new", "SessionNewParams", "SessionNewResult", "Start an agent session in a project."),
+    _m("session/prompt", "SessionPromptParams", "SessionPromptResult",
        "Run one prompt to completion; `session/update` events stream meanwhile. -32003 if one is already running."),
-    _m("session/cancel", p.SessionRef, p.SessionCancelResult, "Cancel the running prompt of a session, if any."),
-    _m("session/end", p.SessionEndParams, p.SessionEndResult, "End a session (SessionEnd hooks run)."),
-    _m("session/list", p.Empty, p.SessionListResult, "List sessions."),
-    _m("hooks/list", p.HookScope, p.HooksListResult, "List the hooks a session (or a project/vault) has, with their state."),
-    _m("hooks/reload", p.HookScope, p.HooksListResult, "Reload hook settings from disk; answers like `hooks/list`."),
-    _m("hooks/trust", p.HooksTrustParams, p.HooksTrustResult, "Trust a project's hooks as they are now."),
-    _m("hooks/test", p.HooksTestParams, p.HooksTestResult, "Fire an event with a payload through the hook engine, no agent."),
-    _m("memory/search", p.MemorySearchParams, p.MemorySearchResult, "Search remembered prompts, observations and summaries."),
+    _m("session/cancel", "SessionRef", "SessionCancelResult", "Cancel the running prompt of a session, if any."),
+    _m("session/end", "SessionEndParams", "SessionEndResult", "End a session (SessionEnd hooks run)."),
+    _m("session/list", "Empty", "SessionListResult", "List sessions."),
+    _m("hooks/list", "HookScope", "HooksListResult", "List the hooks a session (or a project/vault) has, with their state."),
+    _m("hooks/reload", "HookScope", "HooksListResult", "Reload hook settings from disk; answers like `hooks/list`."),
+    _m("hooks/trust", "HooksTrustParams", "HooksTrustResult", "Trust a project's hooks as they are now."),
+    _m("hooks/test", "HooksTestParams", "HooksTestResult", "Fire an event with a payload through the hook engine, no agent."),
+    _m("memory/search", "MemorySearchParams", "MemorySearchResult", "Search remembered prompts, observations and summaries."),
 ])
 
 # Sidecar → frontend requests (the frontend must answer).
 CLIENT_REQUESTS: dict[str, MethodSpec] = dict([
-    _m("session/request_permission", p.RequestPermissionParams, p.RequestPermissionResult,
+    _m("session/request_permission", "RequestPermissionParams", "RequestPermissionResult",
        "Ask the user whether a tool may run; answer with the chosen option or `cancelled`."),
 ])
 
 # Sidecar → frontend notifications.
-EVENTS: dict[str, type[BaseModel]] = {
-    "hook_started": p.HookStartedEvent,
-    "hook_progress": p.HookProgressEvent,
-    "hook_response": p.HookResponseEvent,
-    "projectContextChange": p.ProjectContextChangeEvent,
-    "contextSummaryUpdated": p.ContextSummaryUpdatedEvent,
-    "notification": p.NotificationEvent,
-    "session/update": p.SessionUpdateEvent,
-    "log": p.LogEvent,
-}
+EVENTS: ModelTable = ModelTable({
+    "hook_started": "HookStartedEvent",
+    "hook_progress": "HookProgressEvent",
+    "hook_response": "HookResponseEvent",
+    "projectContextChange": "ProjectContextChangeEvent",
+    "contextSummaryUpdated": "ContextSummaryUpdatedEvent",
+    "notification": "NotificationEvent",
+    "session/update": "SessionUpdateEvent",
+    "log": "LogEvent",
+})

@@ -15,9 +15,41 @@ if TYPE_CHECKING:
 DEFAULTS = SimpleNamespace(log_level=None, max_line_bytes=16 * 1024 * 1024, grace=2.0, shutdown_budget=5.0)
 
 
+_CONVERT: dict[str, Callable[[str], object]] = {"log_level": str, "max_line_bytes": int, "grace": float, "shutdown_budget": float}
+
+
+def _parse_simple(argv: list[str]) -> SimpleNamespace | None:
+    """`--option value` / `--option=value` for the known options, or None for anything argparse must judge.
+
+    argparse (with gettext, shutil and locale behind it) costs ~15 ms of a ~100 ms start; the desktop shell
+    passes no options and tests pass only these, so argparse is kept for help and errors.
+    """
+    args = SimpleNamespace(**vars(DEFAULTS))
+    i = 0
+    while i < len(argv):
+        option, eq, value = argv[i].partition("=")
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        name = option[2:].replace("-", "_")
+        convert = _CONVERT.get(name)
+        if not option.startswith("--") or convert is None or value.startswith("-"):
+            return None
+        try:
+            setattr(args, name, convert(value))
+        except ValueError:
+            return None
+    return args
+
+
 def parse_args(argv: list[str] | None) -> SimpleNamespace:
-    if not (sys.argv[1:] if argv is None else argv):
-        return SimpleNamespace(**vars(DEFAULTS))  # the desktop shell passes no options: argparse stays unimported
+    given = sys.argv[1:] if argv is None else argv
+    simple = _parse_simple(given)
+    if simple is not None:
+        return simple
     import argparse
 
     parser = argparse.ArgumentParser(prog="orion-sidecar", description="Orion Sidecar: line-delimited JSON-RPC 2.0 on stdin/stdout.")
@@ -28,12 +60,26 @@ def parse_args(argv: list[str] | None) -> SimpleNamespace:
     return SimpleNamespace(**vars(parser.parse_args(argv)))
 
 
+def _skip_plugin_loader() -> None:
+    """With every plugin disabled, pydantic's plugin loader still imports importlib.metadata (with email, zipfile,
+    csv...: ~10 ms at the first validation, inside the initialize request). Its one function answers "no plugins"
+    in that case, so a module with just that answer stands in for it."""
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") != "__all__" or "pydantic.plugin._loader" in sys.modules:
+        return
+    from types import ModuleType
+
+    loader = ModuleType("pydantic.plugin._loader", "No pydantic plugins: PYDANTIC_DISABLE_PLUGINS=__all__.")
+    loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
+    sys.modules[loader.__name__] = loader
+
+
 def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | None = None) -> int:
     """Run the sidecar; `setup(app)` may register extra methods first (embedders, tests)."""
     args = parse_args(argv)
     # No pydantic plugins run in the sidecar; without this, the first model build scans every installed
     # distribution's entry points (~12 ms of start-up, measured with -X importtime).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _skip_plugin_loader()
     from sidecar import logging_setup
 
     logging_setup.configure(args.log_level)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -27,6 +27,40 @@ H = TypeVar("H", bound=Callable[..., Awaitable[Any]])
 _ALWAYS_ALLOWED = frozenset({"initialize"})
 
 
+class RouteTable(Mapping[str, Route]):
+    """Method name → Route, each built on its first lookup: the models of most methods load on first use (ipc.registry)."""
+
+    __slots__ = ("_routes", "_pending")
+
+    def __init__(self) -> None:
+        self._routes: dict[str, Route] = {}
+        self._pending: dict[str, Callable[[], Route]] = {}
+
+    def add(self, name: str, build: Callable[[], Route]) -> None:
+        self._pending[name] = build
+
+    def __getitem__(self, name: str) -> Route:
+        route = self._routes.get(name)
+        if route is None:
+            route = self._routes[name] = self._pending.pop(name)()
+        return route
+
+    def get(self, name: str, default: Any = None) -> Any:  # on every request: no exception round trip
+        route = self._routes.get(name)
+        if route is not None:
+            return route
+        return self[name] if name in self._pending else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._routes or name in self._pending
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._routes, *self._pending])  # a lookup while iterating moves a name between the two
+
+    def __len__(self) -> int:
+        return len(self._routes) + len(self._pending)
+
+
 @dataclass(slots=True)
 class CallContext:
     """Given to every handler: the app, the connection, and the id of the call being served."""
@@ -47,7 +81,7 @@ class SidecarApp:
     """Holds the method table and the connection; later modules add methods with `app.method(...)`."""
 
     def __init__(self, *, shutdown_budget: float = 5.0) -> None:
-        self.routes: dict[str, Route] = {}
+        self.routes = RouteTable()
         self.state: State = "new"
         self.client_info: dict[str, Any] | None = None
         self.shutdown_budget = shutdown_budget  # seconds all on_shutdown callbacks get together
@@ -65,9 +99,7 @@ class SidecarApp:
         Models default to the protocol table's entry for `name`; a name outside the table needs them given.
         """
         spec = METHODS.get(name)
-        params_model = params or (spec.params if spec else None)
-        result_model = result or (spec.result if spec else None)
-        if params_model is None:
+        if params is None and spec is None:
             raise ValueError(f"{name!r} is not in ipc.registry.METHODS: pass its params model")
 
         def decorator(handler: H) -> H:
@@ -77,7 +109,10 @@ class SidecarApp:
             async def adapter(validated: Any, ctx: RequestContext) -> Any:
                 return await handler(validated, CallContext(self, ctx.peer, ctx.method, ctx.id))
 
-            self.routes[name] = Route(adapter, params_model, result_model)
+            def route() -> Route:
+                return Route(adapter, params or spec.params, result or (spec.result if spec else None))  # type: ignore[union-attr]
+
+            self.routes.add(name, route)
             return handler
 
         return decorator

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from ipc import protocol as p
@@ -21,7 +22,10 @@ def register(app: SidecarApp) -> None:
         if params.protocol_version != p.PROTOCOL_VERSION:
             # The client decides whether it can speak our version; we answer with the one we speak.
             logger.warning("client asked for protocol %s; this sidecar speaks %s", params.protocol_version, p.PROTOCOL_VERSION)
-        logger.info("initialized by %s %s", params.client_info.name, params.client_info.version)
+        # Logged once the answer is on its way: the first log line loads the redaction patterns (hooks.redaction),
+        # which the frontend should not wait for.
+        asyncio.get_running_loop().call_soon(
+            logger.info, "initialized by %s %s", params.client_info.name, params.client_info.version)
         return p.InitializeResult(
             protocol_version=p.PROTOCOL_VERSION,
             server_info=p.ServerInfo(name=SERVER_NAME, version=SERVER_VERSION),
