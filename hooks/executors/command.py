@@ -36,11 +36,17 @@ def hook_env(call: HookCall) -> dict[str, str]:
     }
 
 
+_last_pid_fd: int | None = None
+
+
 def nothing_started_since(pid: int) -> bool:
     """True when `pid` is still the newest pid of this pid namespace: no process, so no descendant of it, was created after it."""
+    global _last_pid_fd
     try:
-        with open("/proc/sys/kernel/ns_last_pid", "rb") as fh:
-            return int(fh.read()) == pid
+        if _last_pid_fd is None:
+            # Kept open: a pread is a tenth of an open/read/close, and this runs after every command hook.
+            _last_pid_fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_RDONLY | os.O_CLOEXEC)
+        return int(os.pread(_last_pid_fd, 32, 0)) == pid
     except (OSError, ValueError):
         return False
 
@@ -127,6 +133,7 @@ class _Run:
         self.timers: list[asyncio.TimerHandle] = []
         self.proc: subprocess.Popen[bytes] | None = None
         self.fds: list[int] = []
+        self.watching: set[int] = set()  # fds with a reader on the loop; cleanup removes only what is left
         self.writing = False
         self.streams_done = False
         self.leftovers: list[str] = []
@@ -176,10 +183,12 @@ class _Run:
         pidfd = os.pidfd_open(proc.pid)
         self.fds.append(pidfd)
         self.loop.add_reader(pidfd, self._on_exit, pidfd)
+        self.watching.add(pidfd)
         for pipe, cap in ((proc.stdout, self.out), (proc.stderr, self.err)):
             fd = pipe.fileno()
             os.set_blocking(fd, False)
             self.loop.add_reader(fd, self._on_readable, fd, cap)
+            self.watching.add(fd)
         sfd = proc.stdin.fileno()
         os.set_blocking(sfd, False)
         if self.data:
@@ -189,6 +198,7 @@ class _Run:
 
     def _on_exit(self, pidfd: int) -> None:
         self.loop.remove_reader(pidfd)
+        self.watching.discard(pidfd)
         self.exited = True
         if self.open_pipes:
             # Something the hook started still holds our pipes: give it a moment, then it dies with the group.
@@ -225,6 +235,7 @@ class _Run:
                 self._queue_lines()
             return
         self.loop.remove_reader(fd)
+        self.watching.discard(fd)
         self.open_pipes -= 1
         self._maybe_settle()
 
@@ -334,15 +345,15 @@ class _Run:
             self.leftovers += reap(self.env[MARKER_VAR], proc.pid, self.call.context.log, self.call.hook.name)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
+        for fd in self.watching:
+            with contextlib.suppress(Exception):
+                self.loop.remove_reader(fd)
+        self.watching.clear()
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None and not pipe.closed:
-                with contextlib.suppress(Exception):
-                    self.loop.remove_reader(pipe.fileno())
                 pipe.close()
         self._close_stdin()
         for fd in self.fds:
-            with contextlib.suppress(Exception):
-                self.loop.remove_reader(fd)
             os.close(fd)
         if proc.returncode is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
