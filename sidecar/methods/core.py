@@ -33,8 +33,8 @@ def register(app: SidecarApp) -> None:
         )
 
     @app.method("ping")
-    async def ping(params: p.Empty, call: CallContext) -> dict:
-        return {}
+    async def ping(params: p.Empty, call: CallContext) -> p.Empty:
+        return params  # Empty in, Empty out: a model is only dumped, where a dict would be validated first
 
     @app.method("shutdown")
     async def shutdown(params: p.Empty, call: CallContext) -> None:
