@@ -155,6 +155,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--iterations", type=int, default=200)
     args = parser.parse_args()
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         _isolate(tmp)
@@ -176,6 +177,9 @@ async def main() -> None:
     print("| warm (fire() through the launcher) | cold interpreter | speed-up |")
     print("|---:|---:|---:|")
     print(f"| {w:.2f} ms | {c:.2f} ms | {speedup:.1f}× |")
+    # Other work on the machine moves every figure; say how busy it was.
+    print(f"\nload average: {' '.join(f'{x:.2f}' for x in load_before)} at the start, "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end ({os.cpu_count()} cores)")
 
 
 if __name__ == "__main__":

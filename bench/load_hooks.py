@@ -65,6 +65,7 @@ class HookLoadPlan:
     event: str = "PreToolUse"
     inflight: int = 256
     profile: str | None = None  # --via ipc: cProfile the sidecar into this file
+    observer: str = "json"  # --via direct: "json" (json.dumps per event) or "wire" (the sidecar's pydantic model + pydantic-core JSON)
 
 
 def event_payload(event: str, session_id: str, cwd: str, n: int) -> dict[str, Any]:
@@ -97,6 +98,7 @@ class HookLoadReport:
     peak_kib: int | None = None
     hooks_per_event: Counter[int] = field(default_factory=Counter)
     tracking_backlog: list[int] = field(default_factory=list)  # records queued for the tracking writer, per second (direct)
+    frontend_cpu_pct: float | None = None  # --via ipc: this process (the frontend reading every event), % of one core
 
     def summary(self) -> dict[str, Any]:
         all_hooks = [d for v in self.hook_ms.values() for d in v]
@@ -142,6 +144,11 @@ class HookLoadReport:
                 "process": round(100 * (b.sidecar_cpu_s - a.sidecar_cpu_s) / span, 1),
                 "hook_processes": round(100 * (b.reaped_cpu_s - a.reaped_cpu_s) / span, 1),
             }
+            if self.frontend_cpu_pct is not None:
+                out["cpu_pct"]["frontend"] = round(self.frontend_cpu_pct, 1)
+            if self.completed:
+                # CPU per event of the measured process: the rate one free core could carry is 1000 / this.
+                out["cpu_ms_per_event"] = round(1000 * (b.sidecar_cpu_s - a.sidecar_cpu_s) / span * self.wall_s / self.completed, 3)
         return out
 
 
@@ -218,12 +225,24 @@ async def run_direct(plan: HookLoadPlan, root: Path) -> HookLoadReport:
     data_dir = Path(os.environ["ORION_DATA_DIR"])
     hookset = load_session_hookset(project, None, data_dir)
     report = HookLoadReport(plan)
-    sink = open(os.devnull, "w")  # noqa: SIM115 - closed below
+    sink = open(os.devnull, "wb")  # noqa: SIM115 - closed below
 
-    async def notify(name: str, params: dict[str, Any]) -> None:
-        # What the sidecar's peer does per event: one JSON line.
-        sink.write(json.dumps({"jsonrpc": "2.0", "method": name, "params": params}, separators=(",", ":")) + "\n")
+    async def notify_json(name: str, params: dict[str, Any]) -> None:
+        # One JSON line per event.
+        sink.write(json.dumps({"jsonrpc": "2.0", "method": name, "params": params}, separators=(",", ":")).encode() + b"\n")
         report.events_out[name] += 1
+
+    from ipc.registry import EVENTS
+
+    async def notify_wire(name: str, params: dict[str, Any]) -> None:
+        # What the sidecar does per event: app.notify validates the dict into the event's model, the peer has
+        # pydantic-core write it (ipc/peer.py); the peer's queue and framing are left out.
+        model = EVENTS[name].model_validate(params)
+        sink.write(b'{"jsonrpc":"2.0","method":"%s","params":' % name.encode()
+                   + model.__pydantic_serializer__.to_json(model, by_alias=True) + b"}\n")
+        report.events_out[name] += 1
+
+    notify = notify_wire if plan.observer == "wire" else notify_json
 
     runner = HookRunner(hookset, IpcHookObserver(notify), data_dir=data_dir)
     sid = str(uuid.uuid4())
@@ -310,7 +329,9 @@ async def run_ipc(plan: HookLoadPlan, root: Path) -> HookLoadReport:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(consume)
                 tg.start_soon(sampler, pid, report, stop)
+                cpu0 = time.process_time()
                 await paced(plan, report, fire_one)
+                report.frontend_cpu_pct = 100 * (time.process_time() - cpu0) / report.wall_s if report.wall_s else None
                 report.peak_kib = peak_rss_kib(pid)
                 stop.set()
                 await client.request("session/end", {"sessionId": sid}, timeout=30)
@@ -323,7 +344,8 @@ def print_report(report: HookLoadReport) -> None:
     s = report.summary()
     p = report.plan
     commands, programmatic = MIXES[p.mix]
-    print(f"via={p.via} event={p.event} mix={p.mix} ({commands} command + {programmatic} programmatic, plus matching built-ins) "
+    print(f"via={p.via} event={p.event} mix={p.mix} ({commands} command + {programmatic} programmatic, plus matching built-ins)"
+          + (f" observer={p.observer}" if p.via == "direct" else "") + " "
           f"offered {p.rate:g}/s for {p.duration_s:g} s, inflight<={p.inflight}")
     print(f"events: fired {s['events_fired']}, completed {s['events_completed']} in {s['wall_s']} s -> {s['achieved_rate']}/s; "
           f"errors {s['errors']}; hooks per event {s['hooks_per_event']}")
@@ -337,6 +359,8 @@ def print_report(report: HookLoadReport) -> None:
         r = s["rss"]
         print(f"RSS ({r['process']}): peak {r['peak_mib']} MiB; first third {r['first_third_mib']} MiB, last third "
               f"{r['last_third_mib']} MiB; slope {r['slope_mib_per_min']} MiB/min; CPU {s['cpu_pct']}")
+    if "cpu_ms_per_event" in s:
+        print(f"CPU per event ({s['rss']['process']}): {s['cpu_ms_per_event']} ms, about {round(1000 / s['cpu_ms_per_event']) if s['cpu_ms_per_event'] else '-'} events/s per free core")
     if "tracking_backlog" in s:
         print(f"tracking writer backlog (records queued): max {s['tracking_backlog']['max']}, at the end {s['tracking_backlog']['last']}")
     print(f"load average at the end: {s['loadavg_at_end']} ({os.cpu_count()} cores)")
@@ -352,9 +376,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inflight", type=int, default=256)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--profile", help="--via ipc: write a cProfile of the sidecar here (pstats format)")
+    parser.add_argument("--observer", choices=("json", "wire"), default="json",
+                        help="--via direct: json.dumps each event (default), or encode it as the sidecar does (pydantic model)")
     args = parser.parse_args(argv)
     plan = HookLoadPlan(via=args.via, rate=args.rate, duration_s=args.duration, mix=args.mix, event=args.event,
-                        inflight=args.inflight, profile=args.profile)
+                        inflight=args.inflight, profile=args.profile, observer=args.observer)
 
     import anyio
 
