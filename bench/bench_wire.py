@@ -98,31 +98,46 @@ class Pipe:
             self.proc.wait()
 
 
-def bench_ping(server: Server, count: int, warmup: int = 1000) -> dict[str, float]:
-    pipe = Pipe(server.argv)
-    pipe.handshake(server.handshake)
-    lines = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(warmup + count)]
-    w, r = pipe.w, pipe.r
+def bench_ping(table: dict[str, Server], count: int, *, rounds: int = 4, warmup: int = 1000) -> dict[str, dict[str, float]]:
+    """Sequential pings to every server, taking turns: `rounds` rounds of count/rounds pings each.
+
+    Each server gets a share of every stretch of the run, so a change in machine load during the run
+    affects all of them instead of whichever happened to run then; the ratios are what this is for.
+    """
+    per_round = count // rounds
+    pipes: dict[str, Pipe] = {}
+    for key, server in table.items():
+        pipe = Pipe(server.argv)
+        pipe.handshake(server.handshake)
+        for i in range(warmup):
+            pipe.send(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i)
+            pipe.r.readline()
+        pipes[key] = pipe
+    samples: dict[str, list[int]] = {key: [] for key in pipes}
+    cpu: dict[str, float] = dict.fromkeys(pipes, 0.0)
     clock = time.perf_counter_ns
-    samples = []
-    child = psutil.Process(pipe.proc.pid)
-    cpu_before = 0.0
-    for i, line in enumerate(lines):
-        if i == warmup:
-            used = child.cpu_times()
-            cpu_before = used.user + used.system
-        start = clock()
-        w.write(line)
-        w.flush()
-        r.readline()
-        if i >= warmup:
-            samples.append(clock() - start)
-    used = child.cpu_times()
-    pipe.close()
-    samples.sort()
-    return {"rps": count / (sum(samples) / 1e9), "p50_us": samples[len(samples) // 2] / 1e3,
-            "p99_us": samples[int(len(samples) * 0.99)] / 1e3,
-            "cpu_us": (used.user + used.system - cpu_before) / count * 1e6}
+    for round_ in range(rounds):
+        lines = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % (warmup + round_ * per_round + i) for i in range(per_round)]
+        for key, pipe in pipes.items():
+            w, r, mine = pipe.w, pipe.r, samples[key]
+            child = psutil.Process(pipe.proc.pid)
+            before = child.cpu_times()
+            for line in lines:
+                start = clock()
+                w.write(line)
+                w.flush()
+                r.readline()
+                mine.append(clock() - start)
+            after = child.cpu_times()
+            cpu[key] += after.user + after.system - before.user - before.system
+    for pipe in pipes.values():
+        pipe.close()
+    out = {}
+    for key, mine in samples.items():
+        mine.sort()
+        out[key] = {"rps": len(mine) / (sum(mine) / 1e9), "p50_us": mine[len(mine) // 2] / 1e3,
+                    "p99_us": mine[int(len(mine) * 0.99)] / 1e3, "cpu_us": cpu[key] / len(mine) * 1e6}
+    return out
 
 
 def bench_cold_start(server: Server, runs: int, *, bytecode: bool = True) -> tuple[float, float]:
@@ -238,16 +253,17 @@ def main() -> int:
         print(bench_notifications(args.notifications))
         return 0
     if args.only == "ping":
-        print(bench_ping(servers()["sidecar"], args.pings))
+        print(bench_ping({"sidecar": servers()["sidecar"]}, args.pings)["sidecar"])
         return 0
     if args.only == "start":
         print(bench_cold_start(servers()["sidecar"], args.starts))
         return 0
     table = servers()
     print(f"# {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.2f}; pings={args.pings} notifications={args.notifications} starts={args.starts}")
+          f"load {os.getloadavg()[0]:.2f}; pings={args.pings} (4 alternating rounds) notifications={args.notifications} "
+          f"starts={args.starts}")
 
-    ping = {key: bench_ping(server, args.pings) for key, server in table.items()}
+    ping = bench_ping(table, args.pings)
     start = {key: bench_cold_start(server, args.starts) for key, server in table.items() if key != "echo"}
     start_nocache = bench_cold_start(table["sidecar"], args.starts, bytecode=False)
     rss = {key: bench_idle_rss(server) for key, server in table.items() if key != "echo"}
@@ -270,6 +286,7 @@ def main() -> int:
     print(f"| idle RSS after initialize | {rss['sidecar']:.1f} MB | {rss['mcp']:.1f} MB | | | ≤ 60 MB |")
     print(f"| notifications sidecar → frontend | {flood['per_s']:,.0f} /s | | | | ≥ 100,000 /s |")
     print(f"| ping through frontend_stub's SidecarClient | {stub['rps']:,.0f} /s, p50 {stub['p50_us']:.0f} µs | | | | (reference) |")
+    print(f"\n# load at the end: {os.getloadavg()[0]:.2f}")
     return 0
 
 
