@@ -127,7 +127,9 @@ class JsonRpcPeer:
         self._ids: Iterator[int] = itertools.count(1)
         self._pending: dict[RequestId, _Waiter] = {}
         self._inflight: dict[RequestId, anyio.CancelScope] = {}
-        self._calls: set[asyncio.Task[None]] = set()
+        self._calls: dict[int, asyncio.Task[None]] = {}  # by a serial number the task itself knows
+        self._call_ids: Iterator[int] = itertools.count()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._idle = asyncio.Event()  # reused (clear/set) rather than a new anyio.Event per busy period
         self._idle.set()
         self._tg: TaskGroup | None = None
@@ -158,6 +160,7 @@ class JsonRpcPeer:
         # The backend's own CancelScope class, constructed directly: anyio.CancelScope() looks the backend up
         # (sniffio) on every call, once per request here.
         self._new_scope = type(anyio.CancelScope())
+        self._loop = asyncio.get_running_loop()
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -208,12 +211,13 @@ class JsonRpcPeer:
     async def _abandon_calls(self) -> None:
         if not self._calls:
             return
-        calls = list(self._calls)
-        for task in calls:
+        calls = dict(self._calls)
+        for task in calls.values():
             task.cancel()
         with anyio.CancelScope(shield=True):
-            await asyncio.gather(*calls, return_exceptions=True)
-        self._calls.difference_update(calls)
+            await asyncio.gather(*calls.values(), return_exceptions=True)
+        for key in calls:
+            self._calls.pop(key, None)
         if not self._calls:
             self._idle.set()
 
@@ -369,17 +373,20 @@ class JsonRpcPeer:
         # of the round-trip budget. The peer owns these tasks: run() cancels and awaits them when it ends.
         if not self._calls:
             self._idle.clear()
-        self._calls.add(asyncio.get_running_loop().create_task(self._tracked(fn, *args)))
+        loop = self._loop or asyncio.get_running_loop()
+        key = next(self._call_ids)
+        self._calls[key] = loop.create_task(self._tracked(key, fn, *args))
 
-    async def _tracked(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
-        # Bookkeeping in the task itself rather than a done callback: one loop callback less per request.
+    async def _tracked(self, key: int, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        # Bookkeeping in the task itself rather than a done callback: one loop callback less per request
+        # (and by key, not current_task(): asyncio checks getpid() on each such lookup, a syscall).
         # A task cancelled before its first step never gets here; _abandon_calls forgets those.
         try:
             await fn(*args)
         except Exception:
             logger.exception("%s: inbound call crashed", self.name)
         finally:
-            self._calls.discard(asyncio.current_task())  # type: ignore[arg-type]
+            self._calls.pop(key, None)
             if not self._calls:
                 self._idle.set()
 
