@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -585,12 +586,18 @@ class PipeSendStream(ObjectSendStream[Message]):
             self._transport.abort()
 
 
+def _pollable(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 @asynccontextmanager
 async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, flush_timeout: float = 5.0) -> AsyncIterator[Transport]:
     """Frame this process's stdin/stdout, with fds 0 and 1 redirected away from everyone else while it is open.
 
     Pipes (the normal case) are served straight from event-loop callbacks; a regular file on either side
-    (e.g. `< requests.jsonl > out.jsonl`) falls back to the generic path with blocking calls in a worker thread.
+    (e.g. `< requests.jsonl > out.jsonl`) or /dev/null as stdin falls back to the generic path with blocking
+    calls in a worker thread.
     """
     fds = _claim_stdio()
     try:
@@ -602,6 +609,9 @@ async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, 
         in_file = os.fdopen(fds.read_fd, "rb", buffering=0)
         out_file = os.fdopen(fds.write_fd, "wb", buffering=0)
         try:
+            if not _pollable(fds.read_fd):
+                # asyncio accepts any character device, but epoll refuses /dev/null: no read, and no EOF, ever.
+                raise ValueError("stdin cannot be polled")
             read_transport, _ = await loop.connect_read_pipe(lambda: reader, in_file)
             read_transport.max_size = PIPE_READ_CHUNK  # type: ignore[attr-defined]
             await loop.connect_write_pipe(writer.protocol, out_file)
