@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from types import SimpleNamespace
@@ -75,26 +76,35 @@ def _skip_plugin_loader() -> None:
 
 def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | None = None) -> int:
     """Run the sidecar; `setup(app)` may register extra methods first (embedders, tests)."""
-    args = parse_args(argv)
-    # No pydantic plugins run in the sidecar; without this, the first model build scans every installed
-    # distribution's entry points (~12 ms of start-up, measured with -X importtime).
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    _skip_plugin_loader()
-    from sidecar import logging_setup
+    # Imports allocate hundreds of thousands of long-lived objects; the collector would run ~80 times over
+    # them for nothing (~5% of start-up). Frozen afterwards, they are never scanned again either.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        args = parse_args(argv)
+        # No pydantic plugins run in the sidecar; without this, the first model build scans every installed
+        # distribution's entry points (~12 ms of start-up, measured with -X importtime).
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        _skip_plugin_loader()
+        from sidecar import logging_setup
 
-    logging_setup.configure(args.log_level)
+        logging_setup.configure(args.log_level)
 
-    import anyio
+        import anyio
 
-    from sidecar.app import SidecarApp
-    from sidecar.lifecycle import ShutdownPolicy, serve_stdio
-    from sidecar.methods import register_all
+        from sidecar.app import SidecarApp
+        from sidecar.lifecycle import ShutdownPolicy, serve_stdio
+        from sidecar.methods import register_all
 
-    app = SidecarApp(shutdown_budget=args.shutdown_budget)
-    register_all(app)
-    if setup is not None:
-        setup(app)
-    policy = ShutdownPolicy(grace=args.grace, hard_deadline=args.grace + args.shutdown_budget + 8.0)
+        app = SidecarApp(shutdown_budget=args.shutdown_budget)
+        register_all(app)
+        if setup is not None:
+            setup(app)
+        policy = ShutdownPolicy(grace=args.grace, hard_deadline=args.grace + args.shutdown_budget + 8.0)
+    finally:
+        if gc_was_enabled:
+            gc.freeze()
+            gc.enable()
     try:
         return anyio.run(lambda: serve_stdio(app, policy, max_line_bytes=args.max_line_bytes))
     except KeyboardInterrupt:
