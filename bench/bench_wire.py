@@ -140,27 +140,35 @@ def bench_ping(table: dict[str, Server], count: int, *, rounds: int = 4, warmup:
     return out
 
 
-def bench_cold_start(server: Server, runs: int, *, bytecode: bool = True) -> tuple[float, float]:
-    """Median ms from spawn to the initialize response, and median CPU ms the child used to get there.
+def _start_once(server: Server, bytecode: bool) -> tuple[float, float]:
+    first = server.handshake[0] if server.handshake else {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    start = time.perf_counter()
+    pipe = Pipe(server.argv, bytecode=bytecode)
+    pipe.send(first)
+    pipe.r.readline()
+    elapsed = (time.perf_counter() - start) * 1e3
+    used = psutil.Process(pipe.proc.pid).cpu_times()
+    pipe.close()
+    return elapsed, (used.user + used.system) * 1e3
+
+
+def bench_cold_start(entries: dict[str, tuple[Server, bool]], runs: int) -> dict[str, tuple[float, float]]:
+    """Per entry (server, with bytecode?): median ms from spawn to the initialize response, and median CPU ms
+    the child used to get there. The entries take turns, start by start, like the pings.
 
     The CPU figure does not move with machine load the way wall time does.
     """
-    first = server.handshake[0] if server.handshake else {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    times, cpu = [], []
-    if bytecode:
-        runs += 1  # the first start fills the bytecode cache and is not counted
+    for server, bytecode in entries.values():
+        if bytecode:
+            _start_once(server, bytecode)  # fills the bytecode cache; not counted
+    times: dict[str, list[float]] = {key: [] for key in entries}
+    cpu: dict[str, list[float]] = {key: [] for key in entries}
     for _ in range(runs):
-        start = time.perf_counter()
-        pipe = Pipe(server.argv, bytecode=bytecode)
-        pipe.send(first)
-        pipe.r.readline()
-        times.append((time.perf_counter() - start) * 1e3)
-        used = psutil.Process(pipe.proc.pid).cpu_times()
-        cpu.append((used.user + used.system) * 1e3)
-        pipe.close()
-    if bytecode:
-        times, cpu = times[1:], cpu[1:]
-    return statistics.median(times), statistics.median(cpu)
+        for key, (server, bytecode) in entries.items():
+            elapsed, used = _start_once(server, bytecode)
+            times[key].append(elapsed)
+            cpu[key].append(used)
+    return {key: (statistics.median(times[key]), statistics.median(cpu[key])) for key in entries}
 
 
 def bench_idle_rss(server: Server, settle: float = 1.0) -> float:
@@ -256,16 +264,17 @@ def main() -> int:
         print(bench_ping({"sidecar": servers()["sidecar"]}, args.pings)["sidecar"])
         return 0
     if args.only == "start":
-        print(bench_cold_start(servers()["sidecar"], args.starts))
+        print(bench_cold_start({"sidecar": (servers()["sidecar"], True)}, args.starts)["sidecar"])
         return 0
     table = servers()
     print(f"# {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.2f}; pings={args.pings} (4 alternating rounds) notifications={args.notifications} "
-          f"starts={args.starts}")
+          f"starts={args.starts} (alternating)")
 
     ping = bench_ping(table, args.pings)
-    start = {key: bench_cold_start(server, args.starts) for key, server in table.items() if key != "echo"}
-    start_nocache = bench_cold_start(table["sidecar"], args.starts, bytecode=False)
+    start = bench_cold_start({"sidecar": (table["sidecar"], True), "mcp": (table["mcp"], True),
+                              "sidecar_source": (table["sidecar"], False)}, args.starts)
+    start_nocache = start["sidecar_source"]
     rss = {key: bench_idle_rss(server) for key, server in table.items() if key != "echo"}
     flood = bench_notifications(args.notifications)
     stub = bench_stub_ping(min(args.pings, 5000))
