@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -334,6 +335,7 @@ class _Builder:
 
     def _check_command(self, spec: HookSpec, command: str, where: str) -> None:
         # A mistyped path that silently disables a security gate is the failure users hate most: say so at load.
+        self._check_interpreter_script(spec, command, where)
         word = first_word(command)
         if not word or "/" not in word:
             return
@@ -351,6 +353,43 @@ class _Builder:
             return
         self.warnings.append(f"{where}: {msg}")
         spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
+
+
+    def _check_interpreter_script(self, spec: HookSpec, command: str, where: str) -> None:
+        # `python3 hooks/gate.py` with a typo: python exits 2, which hook semantics read as "block".
+        script = interpreter_script(command)
+        if script is None:
+            return
+        path = Path(_expand(script, self.paths.project_dir)).expanduser()
+        if not path.is_absolute():
+            path = (spec.cwd or self.paths.project_dir) / path
+        if path.exists():
+            return
+        msg = (f"script {path} does not exist (run by {first_word(command)}); hook {spec.name!r} will fail every "
+               f"time it runs (python exits 2, which blocks like a deliberate exit 2)")
+        self.warnings.append(f"{where}: {msg}")
+        spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
+
+
+_INTERPRETER = re.compile(r"(?:python[0-9.]*|node|bash|sh|zsh|dash|ruby|perl|deno|bun|php)")
+_SCRIPT_SUFFIXES = (".py", ".sh", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".bash", ".zsh")
+
+
+def interpreter_script(command: str) -> str | None:
+    """The script file an interpreter command runs (`python3 -S hooks/x.py arg` → `hooks/x.py`), if it names one."""
+    try:
+        argv = shlex.split(command, comments=False)
+    except ValueError:
+        return None
+    if not argv or not _INTERPRETER.fullmatch(os.path.basename(argv[0])):
+        return None
+    for arg in argv[1:]:
+        if arg.startswith("-"):
+            if arg in ("-c", "-m", "-e", "--eval"):
+                return None  # inline code or a module, not a file
+            continue
+        return arg if arg.endswith(_SCRIPT_SUFFIXES) else None
+    return None
 
 
 def _expand(text: str, project_dir: Path) -> str:

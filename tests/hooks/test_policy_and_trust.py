@@ -200,3 +200,27 @@ def test_ids_are_stable_across_reloads_and_insertions(project):
     project.settings(settings("Stop", cmd("echo zero", name="zero"), cmd("echo one", name="one")))
     ids = {s.name: s.id for s in project.load().entries}
     assert ids["one"] == first and ids["zero"] != first
+
+
+def test_a_missing_script_run_by_an_interpreter_is_named_at_load(tmp_path):
+    import json
+
+    from hooks.hookset import load_hookset
+    from hooks.registry import HookRegistry
+
+    project = tmp_path / "proj"
+    (project / ".claude" / "hooks").mkdir(parents=True)
+    (project / ".claude" / "hooks" / "real.py").write_text("print('{}')\n")
+    entries = [
+        {"type": "command", "name": "typo", "command": "python3 -S \"$CLAUDE_PROJECT_DIR/.claude/hooks/gaet.py\""},
+        {"type": "command", "name": "fine", "command": "python3 \"$CLAUDE_PROJECT_DIR/.claude/hooks/real.py\""},
+        {"type": "command", "name": "inline", "command": "python3 -c 'print(1)'"},
+    ]
+    (project / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": entries}]}}))
+    hookset = load_hookset(project, registry=HookRegistry())
+    by_name = {spec.name: spec for spec in hookset.entries}
+    assert "gaet.py does not exist" in (by_name["typo"].reason or "")
+    assert any("gaet.py does not exist" in w for w in hookset.warnings)
+    assert "does not exist" not in (by_name["fine"].reason or "")
+    assert "does not exist" not in (by_name["inline"].reason or "")
+    assert not any("real.py" in w for w in hookset.warnings)
