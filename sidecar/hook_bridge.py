@@ -7,7 +7,7 @@ from typing import Any
 
 from hooks.aggregate import to_hook_json
 from hooks.runner import HookRunner
-from hooks.types import SessionContext
+from hooks.types import TOOL_EVENTS, SessionContext
 from sidecar.permissions import PermissionBroker
 
 log = logging.getLogger("sidecar.hook_bridge")
@@ -32,6 +32,10 @@ class RunnerBridge:
     async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
         # The frontend knows the session by our id; hooks and tracking must too.
         payload["session_id"] = self.session.session_id
+        # For non-tool events the CLI passes a callback UUID here, not a tool call's id: hooks must not get it
+        # as `tool_use_id`, nor the frontend as a hook_started `toolUseId` that matches no tool call.
+        if event not in TOOL_EVENTS:
+            tool_use_id = None
         agg = await self.runner.fire(event, payload, self.session, tool_use_id=tool_use_id)
         output = to_hook_json(agg)
         if event == "PreToolUse" and agg.decision == "ask":

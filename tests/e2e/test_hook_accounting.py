@@ -44,6 +44,9 @@ async def test_every_hook_fires_exactly_once_and_is_reported_with_its_session(si
                             if h["event"] not in ("PreToolUse", "PostToolUse"))
         assert set(per_event.values()) == {1}
         assert {name for name, _ in per_event} | {name for name, _, _ in per_tool} >= PROJECT_HOOKS
+        # Only tool events name a tool call: the UUID the CLI passes for the others is no tool_use_id.
+        assert [h for h in started if h["event"] not in ("PreToolUse", "PostToolUse") and h.get("toolUseId")] == []
+        assert [c for c in run.hook_calls() if c["event"] not in ("PreToolUse", "PostToolUse") and c["tool_use_id"]] == []
 
         # The project's hook process ran once per tool call: one line each, not two.
         assert sorted(c["tool_use_id"] for c in run.hook_calls("PreToolUse")) == sorted(bash_ids)
