@@ -195,41 +195,47 @@ class SessionManager:
         broker = PermissionBroker(sid, self._request, self.settings.permission_timeout_s)
         bridge = RunnerBridge(runner, context, broker)
 
-        start = await runner.fire(
-            "SessionStart",
-            {"session_id": sid, "transcript_path": "", "cwd": str(project), "hook_event_name": "SessionStart",
-             "source": "startup", **({"model": model_name} if model_name else {})},
-            context,
-        )
-
-        async def on_update(update: dict[str, Any]) -> None:
-            await notify("session/update", {"sessionId": sid, "update": update})
-
-        async def on_compact(summary: str, trigger: str) -> None:
-            await runner.fire(
-                "PostCompact",
-                {"session_id": sid, "cwd": str(project), "hook_event_name": "PostCompact",
-                 "compact_summary": summary, "trigger": trigger},
+        try:
+            start = await runner.fire(
+                "SessionStart",
+                {"session_id": sid, "transcript_path": "", "cwd": str(project), "hook_event_name": "SessionStart",
+                 "source": "startup", **({"model": model_name} if model_name else {})},
                 context,
             )
 
-        config = AgentConfig(
-            project_dir=project,
-            session_id=sid,
-            model=model_name,
-            env=env,
-            permission_mode=permission_mode,
-            allowed_tools=list(allowed_tools or []),
-            system_prompt=system_prompt,
-            append_context=_session_start_context(start),
-        )
-        agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
-        try:
-            await agent.start()
-        except Exception as exc:
-            await runner.aclose()
-            log.exception("session %s: the agent did not start", sid)
-            raise ModelUnavailable(f"the agent could not start: {exc}", data={"sessionId": sid}) from exc
+            async def on_update(update: dict[str, Any]) -> None:
+                await notify("session/update", {"sessionId": sid, "update": update})
+
+            async def on_compact(summary: str, trigger: str) -> None:
+                await runner.fire(
+                    "PostCompact",
+                    {"session_id": sid, "cwd": str(project), "hook_event_name": "PostCompact",
+                     "compact_summary": summary, "trigger": trigger},
+                    context,
+                )
+
+            config = AgentConfig(
+                project_dir=project,
+                session_id=sid,
+                model=model_name,
+                env=env,
+                permission_mode=permission_mode,
+                allowed_tools=list(allowed_tools or []),
+                system_prompt=system_prompt,
+                append_context=_session_start_context(start),
+            )
+            agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
+            try:
+                await agent.start()
+            except Exception as exc:
+                log.exception("session %s: the agent did not start", sid)
+                raise ModelUnavailable(f"the agent could not start: {exc}", data={"sessionId": sid}) from exc
+        except BaseException:
+            # Failed or cancelled (session/new cancelled, shutdown): the runner's tracking thread, background
+            # hooks and python launchers must not outlive the session that never was.
+            with anyio.CancelScope(shield=True):
+                await runner.aclose()
+            raise
         session = Session(
             session_id=sid,
             project_dir=project,
@@ -246,6 +252,9 @@ class SessionManager:
 
     async def prompt(self, session_id: str, text: str) -> dict[str, Any]:
         session = self.get(session_id)
+        if session.state == "ended":
+            # Still listed as live while session/end runs its SessionEnd hooks and closes the agent.
+            raise SessionNotFound(f"session {session_id} has ended", data={"sessionId": session_id, "state": "ended"})
         if session.state == "running":
             raise SessionBusy(f"session {session_id} is already running a prompt", data={"sessionId": session_id})
         session.state = "running"
@@ -272,7 +281,10 @@ class SessionManager:
                 return session.hooks_ran_at_end
             if session.state == "running":
                 with anyio.move_on_after(2.0):
-                    await session.agent.cancel()
+                    try:
+                        await session.agent.cancel()
+                    except Exception:  # e.g. the CLI is already gone: ending must go on, or nothing is closed
+                        log.warning("session %s: interrupting the running turn failed", session_id, exc_info=True)
             session.state = "ended"
             agg: AggregateResult | None = None
             with anyio.move_on_after(self.settings.session_end_budget_s) as scope:

@@ -1,0 +1,141 @@
+"""SessionManager without a CLI: prompts racing session/end, ending when the interrupt fails, a cancelled session/new."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hooks.types import AggregateResult, SessionContext
+from ipc.errors import SessionNotFound
+from sidecar.sessions import Session, SessionManager, SessionSettings
+
+pytestmark = pytest.mark.asyncio
+
+
+class FakeRunner:
+    def __init__(self) -> None:
+        self.fired: list[str] = []
+        self.closed = False
+        self.entered_end = anyio.Event()
+        self.release_end = anyio.Event()
+        self.release_end.set()
+
+    async def fire(self, event: str, payload: dict[str, Any], session: Any, **_: Any) -> AggregateResult:
+        self.fired.append(event)
+        if event == "SessionEnd":
+            self.entered_end.set()
+            await self.release_end.wait()
+        return AggregateResult(event=event)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class FakeAgent:
+    def __init__(self, cancel_error: Exception | None = None) -> None:
+        self.prompts: list[str] = []
+        self.cancel_error = cancel_error
+        self.closed = False
+
+    async def prompt(self, text: str) -> Any:
+        self.prompts.append(text)
+        raise AssertionError("a prompt reached the agent of an ending session")
+
+    async def cancel(self) -> bool:
+        if self.cancel_error is not None:
+            raise self.cancel_error
+        return True
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def make_manager(tmp_path: Path) -> SessionManager:
+    async def notify(event: str, params: dict[str, Any]) -> None:
+        pass
+
+    async def request(method: str, params: dict[str, Any], timeout: float) -> Any:
+        raise AssertionError("no frontend requests expected")
+
+    return SessionManager(SessionSettings(data_dir=tmp_path), notify, request)
+
+
+def add_session(manager: SessionManager, tmp_path: Path, agent: FakeAgent, runner: FakeRunner, sid: str = "s1") -> Session:
+    session = Session(
+        session_id=sid, project_dir=tmp_path, vault_dir=None, model="m",
+        context=SessionContext(session_id=sid, project_dir=tmp_path, data_dir=tmp_path),
+        runner=runner, agent=agent, created_at="2026-01-01T00:00:00Z",  # type: ignore[arg-type]
+    )
+    manager._sessions[sid] = session
+    return session
+
+
+async def test_a_prompt_while_session_end_runs_is_refused_and_the_session_stays_ended(tmp_path: Path) -> None:
+    manager = make_manager(tmp_path)
+    runner, agent = FakeRunner(), FakeAgent()
+    runner.release_end = anyio.Event()
+    add_session(manager, tmp_path, agent, runner)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(manager.end, "s1")
+        await runner.entered_end.wait()  # SessionEnd hooks are running; the session is not closed yet
+        with pytest.raises(SessionNotFound) as caught:
+            await manager.prompt("s1", "one more thing")
+        assert caught.value.data["state"] == "ended"
+        runner.release_end.set()
+
+    assert agent.prompts == []
+    assert [s["state"] for s in manager.list()] == ["ended"]
+    assert runner.fired == ["SessionEnd"]
+
+
+async def test_end_goes_on_when_interrupting_the_running_turn_fails(tmp_path: Path) -> None:
+    manager = make_manager(tmp_path)
+    runner, agent = FakeRunner(), FakeAgent(cancel_error=RuntimeError("CLI gone"))
+    session = add_session(manager, tmp_path, agent, runner)
+    session.state = "running"
+
+    assert await manager.end("s1") == 0
+
+    assert agent.closed and runner.closed
+    assert runner.fired == ["SessionEnd"]
+    assert manager.live_sessions() == []
+    assert [s["state"] for s in manager.list()] == ["ended"]
+
+
+async def test_a_cancelled_session_new_closes_its_hook_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sidecar.agent
+    import sidecar.sdk_env
+    from hooks.runner import HookRunner
+
+    starting = anyio.Event()
+    closed: list[HookRunner] = []
+    real_aclose = HookRunner.aclose
+
+    async def start_forever(self: Any) -> None:
+        starting.set()
+        await anyio.sleep_forever()
+
+    async def recording_aclose(self: HookRunner) -> None:
+        closed.append(self)
+        await real_aclose(self)
+
+    monkeypatch.setattr(sidecar.sdk_env, "build_model_env", lambda model, data_dir, sid: ({}, None, None))
+    monkeypatch.setattr(sidecar.agent.AgentSession, "start", start_forever)
+    monkeypatch.setattr(HookRunner, "aclose", recording_aclose)
+    project = tmp_path / "project"
+    project.mkdir()
+    manager = make_manager(tmp_path)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(partial(manager.new, project_dir=str(project), session_id="s2"))
+        with anyio.fail_after(30):
+            await starting.wait()
+        tg.cancel_scope.cancel()  # as $/cancelRequest or the shutdown's cancel of in-flight calls does
+
+    assert len(closed) == 1
+    assert manager.list() == [] and manager._starting == set()
