@@ -298,13 +298,14 @@ class AgentSession:
             raise TurnInProgress("a turn is already running in this session")
         from claude_agent_sdk import ResultMessage
 
+        client = self._client  # close() may clear self._client while this turn is still winding down
         self._turn_running, self._cancelled, self._prompt_blocked = True, False, False
         started = time.monotonic()
         try:
             await self._emit({"sessionUpdate": "user_message", "text": text})
-            await self._client.query(text)
+            await client.query(text)
             result: TurnResult | None = None
-            async for message in self._client.receive_response():
+            async for message in client.receive_response():
                 if isinstance(message, ResultMessage):
                     result = self._turn_result(message)
                 else:
@@ -324,7 +325,10 @@ class AgentSession:
             # or its tool runs on unseen and a later disconnect waits for it.
             with anyio.move_on_after(INTERRUPT_ON_CANCEL_S, shield=True):
                 self._cancelled = True
-                await self._client.interrupt()
+                try:
+                    await client.interrupt()
+                except Exception:  # noqa: BLE001 - best effort: it must not replace the cancellation being raised
+                    log.warning("interrupt after a cancelled turn failed", exc_info=True)
             raise
         finally:
             self._turn_running = False

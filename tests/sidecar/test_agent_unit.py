@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from sidecar.agent import (
@@ -175,3 +176,33 @@ async def test_prompt_before_start_is_an_error(tmp_path: Path) -> None:
         await session.prompt("hi")
     assert await session.cancel() is False
     await session.close()  # closing a never-started session is harmless
+
+
+class _HangingClient:
+    """A connected client whose turn never ends and whose interrupt fails (the CLI died under it)."""
+
+    def __init__(self) -> None:
+        self.interrupts = 0
+
+    async def query(self, text: str) -> None:
+        pass
+
+    async def receive_response(self):  # type: ignore[no-untyped-def]
+        await anyio.sleep_forever()
+        yield None
+
+    async def interrupt(self) -> None:
+        self.interrupts += 1
+        raise RuntimeError("CLI connection lost")
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_turn_stays_cancelled_when_the_interrupt_fails(tmp_path: Path) -> None:
+    session, _, _ = make_session(tmp_path)
+    client = _HangingClient()
+    session._client = client  # type: ignore[assignment]
+    with anyio.move_on_after(0.2) as scope:
+        await session.prompt("hi")
+    assert scope.cancelled_caught  # the cancellation went through, not the interrupt's RuntimeError
+    assert client.interrupts == 1
+    assert session.running is False
