@@ -125,12 +125,16 @@ class HookInfo(WireModel):
 class HooksListResult(WireModel):
     hooks: list[HookInfo]
     warnings: list[str] = Field(default_factory=list)
+    # Hash of the project's and local file's hook sections as listed: pass it to `hooks/trust`.
+    trust_hash: str | None = None
+    trusted: bool | None = None
 
 
 class HooksTrustParams(WireModel):
-    """Trust a project's hooks as they are now (by content hash)."""
+    """Trust a project's hooks by content hash; with `hash` (from `hooks/list`), only the version the user reviewed."""
 
     project_dir: str
+    hash: str | None = None
 
 
 class HooksTrustResult(WireModel):

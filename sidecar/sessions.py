@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import shutil
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ NotifyFn = Callable[[str, dict[str, Any]], Awaitable[None]]
 RequestFn = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 
 SESSION_END_BUDGET_S = 1.5
+CANCEL_BUDGET_S = 5.0
 # Ended sessions stay listed (state "ended") so a late request gets a clear answer; bounded.
 MAX_ENDED_REMEMBERED = 256
 
@@ -133,7 +135,7 @@ class SessionManager:
         system_prompt: str | None = None,
     ) -> tuple[Session, HookSet]:
         project = Path(project_dir).expanduser()
-        if not project.is_dir():
+        if not project_dir.strip() or not project.is_dir():
             raise InvalidParams(f"projectDir {project_dir!r} is not a directory", data={"projectDir": project_dir})
         project = project.resolve()
         vault = None
@@ -269,7 +271,11 @@ class SessionManager:
         session = self.get(session_id)
         if session.state != "running":
             return False
-        return bool(await session.agent.cancel())
+        # A CLI that never answers the interrupt must not hold the frontend's call for the SDK's 60 s.
+        with anyio.move_on_after(CANCEL_BUDGET_S):
+            return bool(await session.agent.cancel())
+        log.warning("session %s: the CLI did not acknowledge the interrupt within %.0f s", session_id, CANCEL_BUDGET_S)
+        return False
 
     # ------------------------------------------------------------------ end
 
@@ -304,6 +310,10 @@ class SessionManager:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(session.agent.close)
                     tg.start_soon(session.runner.aclose)
+        if session.model.startswith("scripted:"):
+            # A scripted session's CLI home (config, transcripts) is scratch: keep the data dir from filling up.
+            home = self.settings.data_dir / "cli-home" / session_id
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(home, ignore_errors=True))
         self._sessions.pop(session_id, None)
         self._ended[session_id] = session
         while len(self._ended) > MAX_ENDED_REMEMBERED:

@@ -71,11 +71,13 @@ async def run_session(
                     view.show(event.name, params)
 
             tg.start_soon(show)
-            listing = await client.request("hooks/list", {"projectDir": str(project)})
+            scope = {"projectDir": str(project), **({"vaultDir": str(vault)} if vault else {})}
+            listing = await client.request("hooks/list", scope)
             untrusted = [h for h in listing["hooks"] if h["state"] == "untrusted"]
             if untrusted and trust:
                 view.line(f"trust   ▸ {len(untrusted)} project hook(s) need trust: {', '.join(h['name'] for h in untrusted)}")
-                trusted = await client.request("hooks/trust", {"projectDir": str(project)})
+                # Trust exactly what was listed: if the hooks change in between, the sidecar refuses.
+                trusted = await client.request("hooks/trust", {"projectDir": str(project), "hash": listing["trustHash"]})
                 view.line(f"trust   ▸ trusted this project's hooks (hash {trusted['hash'][:12]})")
             elif untrusted:
                 view.line(f"trust   ▸ {len(untrusted)} project hook(s) are untrusted and will not run (use --trust)")

@@ -15,6 +15,8 @@ from sidecar.methods._services import session_manager
 
 
 def _dir(value: str, field: str) -> Path:
+    if not value.strip():
+        raise InvalidParams(f"{field} must not be empty", data={field: value})
     path = Path(value).expanduser()
     if not path.is_dir():
         raise InvalidParams(f"{field} {value!r} is not a directory", data={field: value})
@@ -38,7 +40,8 @@ def session_manager_data_dir() -> Path:
 
 
 def _listing(hookset) -> dict[str, Any]:
-    return {"hooks": hookset.to_listing(), "warnings": list(hookset.warnings)}
+    return {"hooks": hookset.to_listing(), "warnings": list(hookset.warnings),
+            "trustHash": hookset.trust_hash, "trusted": hookset.trusted}
 
 
 def _result_dict(result) -> dict[str, Any]:
@@ -83,8 +86,18 @@ def register(app: SidecarApp) -> None:
     async def hooks_trust(params: p.HooksTrustParams, call: CallContext) -> p.HooksTrustResult:
         from hooks.trust import TrustStore
 
+        from hooks.trust import current_hash
+
         project = _dir(params.project_dir, "projectDir")
-        digest = await anyio.to_thread.run_sync(TrustStore().trust, project)
+        if params.hash is not None:
+            now = await anyio.to_thread.run_sync(current_hash, project)
+            if now != params.hash:
+                # The hooks changed between review and trust: trusting "what is on disk" would trust unseen code.
+                raise InvalidParams(
+                    "the project's hook sections changed since they were listed; list and review them again",
+                    data={"projectDir": str(project), "reviewedHash": params.hash, "currentHash": now},
+                )
+        digest = await anyio.to_thread.run_sync(TrustStore().trust, project, params.hash)
         # Live sessions of this project pick the newly trusted hooks up at once.
         for session in session_manager(app).live_sessions():
             if session.project_dir == project:

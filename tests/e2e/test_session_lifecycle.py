@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,6 +23,8 @@ async def test_session_end_runs_session_end_hooks(sidecar) -> None:
         sid = (await run.new_session("plain"))["sessionId"]
         await run.prompt(sid, "Hello.")
         assert not (run.project / ".e2e" / "session-end.txt").exists()
+        cli_home = Path(os.environ["ORION_DATA_DIR"]) / "cli-home" / sid
+        assert cli_home.is_dir()  # the scripted session's own CLI home, scratch space
 
         ended = await run.end(sid, reason="clear")
 
@@ -33,6 +37,7 @@ async def test_session_end_runs_session_end_hooks(sidecar) -> None:
         assert ended["hooksRan"] == len(names)
         listed = {s["sessionId"]: s["state"] for s in (await run.request("session/list"))["sessions"]}
         assert listed[sid] == "ended"
+        assert not cli_home.exists()
 
 
 async def test_frontend_eof_ends_sessions_and_runs_session_end_hooks(sidecar) -> None:
