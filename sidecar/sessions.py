@@ -231,6 +231,15 @@ class SessionManager:
                 await agent.start()
             except Exception as exc:
                 log.exception("session %s: the agent did not start", sid)
+                # SessionStart hooks already ran (and may have opened per-session records): close them.
+                with anyio.CancelScope(shield=True):
+                    with anyio.move_on_after(self.settings.session_end_budget_s):
+                        await runner.fire(
+                            "SessionEnd",
+                            {"session_id": sid, "cwd": str(project), "hook_event_name": "SessionEnd", "reason": "other"},
+                            context,
+                        )
+                    await agent.close()
                 raise ModelUnavailable(f"the agent could not start: {exc}", data={"sessionId": sid}) from exc
         except BaseException:
             # Failed or cancelled (session/new cancelled, shutdown): the runner's tracking thread, background

@@ -139,3 +139,34 @@ async def test_a_cancelled_session_new_closes_its_hook_runner(tmp_path: Path, mo
 
     assert len(closed) == 1
     assert manager.list() == [] and manager._starting == set()
+
+
+async def test_a_session_whose_agent_cannot_start_still_gets_session_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sidecar.agent
+    import sidecar.sdk_env
+    from hooks.runner import HookRunner
+    from ipc.errors import ModelUnavailable
+
+    fired: list[str] = []
+    real_fire = HookRunner.fire
+
+    async def recording_fire(self: HookRunner, event: str, payload: dict[str, Any], session: Any, **kw: Any) -> Any:
+        fired.append(event)
+        return await real_fire(self, event, payload, session, **kw)
+
+    async def start_fails(self: Any) -> None:
+        raise RuntimeError("the CLI binary is missing")
+
+    monkeypatch.setattr(sidecar.sdk_env, "build_model_env", lambda model, data_dir, sid: ({}, None, None))
+    monkeypatch.setattr(sidecar.agent.AgentSession, "start", start_fails)
+    monkeypatch.setattr(HookRunner, "fire", recording_fire)
+    project = tmp_path / "project"
+    project.mkdir()
+    manager = make_manager(tmp_path)
+
+    with anyio.fail_after(30), pytest.raises(ModelUnavailable) as refused:
+        await manager.new(project_dir=str(project), session_id="s3")
+
+    assert "the CLI binary is missing" in refused.value.message
+    assert fired == ["SessionStart", "SessionEnd"]
+    assert manager.list() == []
