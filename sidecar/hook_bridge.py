@@ -47,7 +47,7 @@ class RunnerBridge:
     ) -> dict[str, Any]:
         tool_name = str(payload.get("tool_name") or "")
         tool_input = updated_input if updated_input is not None else dict(payload.get("tool_input") or {})
-        answer = await self.broker.ask(tool_name, tool_input, payload.get("tool_use_id"), reason)
+        answer = await self.broker.ask(tool_name, tool_input, payload.get("tool_use_id"), reason, from_hook=True)
         specific = dict(output.get("hookSpecificOutput") or {"hookEventName": "PreToolUse"})
         if answer.allow:
             specific["permissionDecision"] = "allow"

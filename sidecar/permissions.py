@@ -38,8 +38,11 @@ class PermissionBroker:
         tool_input: dict[str, Any],
         tool_use_id: str | None,
         reason: str | None,
+        *,
+        from_hook: bool = False,
     ) -> PermissionAnswer:
-        if tool_name in self.always_allowed:
+        # A hook that asks about this very call outranks a standing "always allow"; a standing reject still holds.
+        if tool_name in self.always_allowed and not from_hook:
             return PermissionAnswer(True)
         if tool_name in self.always_rejected:
             return PermissionAnswer(False, message=f"The user rejected every use of {tool_name} in this session.")
