@@ -200,8 +200,8 @@ class SessionManager:
         try:
             start = await runner.fire(
                 "SessionStart",
-                {"session_id": sid, "transcript_path": "", "cwd": str(project), "hook_event_name": "SessionStart",
-                 "source": "startup", **({"model": model_name} if model_name else {})},
+                sidecar_payload("SessionStart", context, transcript_path="", source="startup",
+                                **({"model": model_name} if model_name else {})),
                 context,
             )
 
@@ -210,10 +210,7 @@ class SessionManager:
 
             async def on_compact(summary: str, trigger: str) -> None:
                 await runner.fire(
-                    "PostCompact",
-                    {"session_id": sid, "cwd": str(project), "hook_event_name": "PostCompact",
-                     "compact_summary": summary, "trigger": trigger},
-                    context,
+                    "PostCompact", sidecar_payload("PostCompact", context, compact_summary=summary, trigger=trigger), context
                 )
 
             config = AgentConfig(
@@ -233,12 +230,7 @@ class SessionManager:
                 log.exception("session %s: the agent did not start", sid)
                 # SessionStart hooks already ran (and may have opened per-session records): close them.
                 with anyio.CancelScope(shield=True):
-                    with anyio.move_on_after(self.settings.session_end_budget_s):
-                        await runner.fire(
-                            "SessionEnd",
-                            {"session_id": sid, "cwd": str(project), "hook_event_name": "SessionEnd", "reason": "other"},
-                            context,
-                        )
+                    await self._fire_session_end(runner, context, "other")
                     await agent.close()
                 raise ModelUnavailable(f"the agent could not start: {exc}", data={"sessionId": sid}) from exc
         except BaseException:
@@ -301,17 +293,7 @@ class SessionManager:
                     except Exception:  # e.g. the CLI is already gone: ending must go on, or nothing is closed
                         log.warning("session %s: interrupting the running turn failed", session_id, exc_info=True)
             session.state = "ended"
-            agg: AggregateResult | None = None
-            with anyio.move_on_after(self.settings.session_end_budget_s) as scope:
-                agg = await session.runner.fire(
-                    "SessionEnd",
-                    {"session_id": session_id, "cwd": str(session.project_dir), "hook_event_name": "SessionEnd",
-                     "reason": reason},
-                    session.context,
-                )
-            if scope.cancelled_caught:
-                log.warning("session %s: SessionEnd hooks overran the %.1f s budget", session_id,
-                            self.settings.session_end_budget_s)
+            agg = await self._fire_session_end(session.runner, session.context, reason)
             session.hooks_ran_at_end = len(agg.results) if agg is not None else 0
             with anyio.CancelScope(shield=True):
                 # Side by side, so the CLI's exit and the background hooks' grace period overlap instead of
@@ -329,6 +311,14 @@ class SessionManager:
             self._ended.pop(next(iter(self._ended)))
         return session.hooks_ran_at_end
 
+    async def _fire_session_end(self, runner: HookRunner, context: SessionContext, reason: str) -> AggregateResult | None:
+        """SessionEnd within its budget; None when the hooks overran it (they are cancelled)."""
+        with anyio.move_on_after(self.settings.session_end_budget_s):
+            return await runner.fire("SessionEnd", sidecar_payload("SessionEnd", context, reason=reason), context)
+        log.warning("session %s: SessionEnd hooks overran the %.1f s budget", context.session_id,
+                    self.settings.session_end_budget_s)
+        return None
+
     async def end_all(self, reason: str = "other") -> None:
         async with anyio.create_task_group() as tg:
             for sid in list(self._sessions):
@@ -339,6 +329,11 @@ class SessionManager:
             await self.end(session_id, reason)
         except Exception:
             log.exception("ending session %s failed", session_id)
+
+
+def sidecar_payload(event: str, context: SessionContext, **extra: Any) -> dict[str, Any]:
+    """The payload of an event the sidecar fires itself (the SDK cannot deliver it), shaped like the CLI's."""
+    return {"session_id": context.session_id, "cwd": str(context.project_dir), "hook_event_name": event, **extra}
 
 
 def _session_start_context(agg: AggregateResult) -> str | None:
