@@ -225,10 +225,22 @@ class EventTally:
     # (sessionId, event, toolUseId) -> names of our hooks started for it, in order
     groups: dict[tuple[str, str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
     tool_calls: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # sessionId -> toolUseIds
+    fire_index: Counter[tuple[str, str]] = field(default_factory=Counter)  # (sessionId, event) -> current firing
     completed_tools: Counter[str] = field(default_factory=Counter)  # tool_call_update status
     error_logs: list[str] = field(default_factory=list)
     first_at: float | None = None
     last_at: float | None = None
+
+    def _group_key(self, params: dict[str, Any]) -> tuple[str, str, str]:
+        sid, event, tool_use_id = params.get("sessionId", ""), params.get("event", ""), params.get("toolUseId")
+        if tool_use_id:
+            return (sid, event, tool_use_id)
+        # Prompt-level events carry no tool id; a session's prompts run one after another, so a hook name
+        # seen again for (session, event) means the next prompt's firing began.
+        n = self.fire_index[(sid, event)]
+        if params["hookName"] in self.groups.get((sid, event, f"#{n}"), ()):
+            n = self.fire_index[(sid, event)] = n + 1
+        return (sid, event, f"#{n}")
 
     def add(self, name: str, params: Any, at: float) -> None:
         self.by_name[name] += 1
@@ -239,8 +251,7 @@ class EventTally:
             return
         if name == "hook_started":
             if params.get("hookName") in self.ours:
-                key = (params.get("sessionId", ""), params.get("event", ""), params.get("toolUseId", ""))
-                self.groups[key].append(params["hookName"])
+                self.groups[self._group_key(params)].append(params["hookName"])
         elif name == "hook_response":
             duration = float(params.get("durationMs", 0.0))
             self.durations_ms[params.get("hookType", "?")].append(duration)
