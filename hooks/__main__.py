@@ -12,9 +12,9 @@ from typing import Any
 from hooks.config import parse_settings
 from hooks.hookset import HookSet, load_hookset
 from hooks.paths import data_dir
-from hooks.registry import HookRegistry, default_registry
+from hooks.registry import default_registry
 from hooks.runner import HookRunner
-from hooks.sources import read_json, read_overrides
+from hooks.sources import read_builtin_options, read_json, read_overrides
 from hooks.trust import TrustStore
 from hooks.types import ALL_EVENTS, HookProgress, HookResult, HookStarted, SessionContext
 
@@ -22,13 +22,12 @@ from hooks.types import ALL_EVENTS, HookProgress, HookResult, HookStarted, Sessi
 def _load(args: argparse.Namespace) -> HookSet:
     project = Path(args.project).resolve()
     vault = Path(args.vault).resolve() if args.vault else None
-    hookset = load_hookset(project, vault, registry=HookRegistry())
     registry = default_registry
     if not args.no_builtin:
         try:
             from hooks.builtin import builtin_registry
 
-            registry = builtin_registry(hookset.builtin_options, data_dir=data_dir())
+            registry = builtin_registry(read_builtin_options(project, vault), data_dir=data_dir())
         except Exception as exc:  # the listing is still useful without the built-ins
             print(f"warning: built-in hooks unavailable: {exc}", file=sys.stderr)
     return load_hookset(project, vault, registry=registry)

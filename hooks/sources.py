@@ -100,3 +100,9 @@ def read_overrides(path: Path) -> tuple[frozenset[str], list[str]]:
     if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
         return frozenset(), [f"{path}: $.disabled: expected a list of hook names; overrides ignored"]
     return frozenset(disabled), []
+
+
+def read_builtin_options(project_dir: Path, vault_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The `builtin` section of the built-in settings file: options for the built-in hooks, read before they are built."""
+    paths = SourcePaths.for_project(project_dir, vault_dir)
+    return read_settings("builtin", paths.builtin, paths.hooks_dir).builtin_options

@@ -17,6 +17,7 @@ import anyio
 from hooks.builtin import builtin_registry
 from hooks.hookset import HookSet, load_hookset
 from hooks.registry import HookRegistry, default_registry
+from hooks.sources import read_builtin_options
 from hooks.runner import HookRunner
 from hooks.types import AggregateResult, SessionContext
 from ipc.errors import ConnectionClosed, InvalidParams, ModelUnavailable, SessionBusy, SessionNotFound
@@ -51,9 +52,16 @@ def build_registry(hookset_options: dict[str, dict[str, Any]], data_dir: Path) -
 
 
 def load_session_hookset(project_dir: Path, vault_dir: Path | None, data_dir: Path) -> HookSet:
-    # Built-in options live in the built-in settings file; read them (cheap) before building the registry.
-    probe = load_hookset(project_dir, vault_dir, registry=HookRegistry())
-    return load_hookset(project_dir, vault_dir, registry=build_registry(probe.builtin_options, data_dir))
+    options = read_builtin_options(project_dir, vault_dir)
+    return load_hookset(project_dir, vault_dir, registry=build_registry(options, data_dir))
+
+
+def existing_dir(value: str, field: str) -> Path:
+    """A directory the frontend named, resolved; -32602 naming the field when it is empty or not a directory."""
+    path = Path(value).expanduser()
+    if not value.strip() or not path.is_dir():
+        raise InvalidParams(f"{field} {value!r} is not a directory", data={field: value})
+    return path.resolve()
 
 
 @dataclass(slots=True)
@@ -134,16 +142,8 @@ class SessionManager:
         allowed_tools: list[str] | None = None,
         system_prompt: str | None = None,
     ) -> tuple[Session, HookSet]:
-        project = Path(project_dir).expanduser()
-        if not project_dir.strip() or not project.is_dir():
-            raise InvalidParams(f"projectDir {project_dir!r} is not a directory", data={"projectDir": project_dir})
-        project = project.resolve()
-        vault = None
-        if vault_dir is not None:
-            vault = Path(vault_dir).expanduser()
-            if not vault.is_dir():
-                raise InvalidParams(f"vaultDir {vault_dir!r} is not a directory", data={"vaultDir": vault_dir})
-            vault = vault.resolve()
+        project = existing_dir(project_dir, "projectDir")
+        vault = existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None
         sid = session_id or str(uuid.uuid4())
         if sid in self._sessions or sid in self._starting or sid in self._ended:
             raise InvalidParams(f"session id {sid} is already in use", data={"sessionId": sid})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,29 +13,12 @@ from sidecar.app import CallContext, SidecarApp
 from sidecar.methods._services import session_manager
 
 
-def _dir(value: str, field: str) -> Path:
-    if not value.strip():
-        raise InvalidParams(f"{field} must not be empty", data={field: value})
-    path = Path(value).expanduser()
-    if not path.is_dir():
-        raise InvalidParams(f"{field} {value!r} is not a directory", data={field: value})
-    return path.resolve()
+async def _project_hookset(app: SidecarApp, params: p.HookScope):
+    from sidecar.sessions import existing_dir, load_session_hookset
 
-
-async def _project_hookset(params: p.HookScope):
-    from sidecar.sessions import load_session_hookset
-
-    project = _dir(params.project_dir or "", "projectDir")
-    vault = _dir(params.vault_dir, "vaultDir") if params.vault_dir else None
-    return await anyio.to_thread.run_sync(
-        load_session_hookset, project, vault, session_manager_data_dir()
-    )
-
-
-def session_manager_data_dir() -> Path:
-    from hooks.paths import data_dir
-
-    return data_dir()
+    project = existing_dir(params.project_dir or "", "projectDir")
+    vault = existing_dir(params.vault_dir, "vaultDir") if params.vault_dir else None
+    return await anyio.to_thread.run_sync(load_session_hookset, project, vault, session_manager(app).settings.data_dir)
 
 
 def _listing(hookset) -> dict[str, Any]:
@@ -73,14 +55,14 @@ def register(app: SidecarApp) -> None:
     async def hooks_list(params: p.HookScope, call: CallContext) -> dict:
         if params.session_id:
             return _listing(session_manager(app).get(params.session_id).runner.hookset)
-        return _listing(await _project_hookset(params))
+        return _listing(await _project_hookset(app, params))
 
     @app.method("hooks/reload")
     async def hooks_reload(params: p.HookScope, call: CallContext) -> dict:
         if params.session_id:
             runner = session_manager(app).get(params.session_id).runner
             return _listing(await anyio.to_thread.run_sync(runner.reload))
-        return _listing(await _project_hookset(params))
+        return _listing(await _project_hookset(app, params))
 
     @app.method("hooks/trust")
     async def hooks_trust(params: p.HooksTrustParams, call: CallContext) -> p.HooksTrustResult:
@@ -88,7 +70,9 @@ def register(app: SidecarApp) -> None:
 
         from hooks.trust import current_hash
 
-        project = _dir(params.project_dir, "projectDir")
+        from sidecar.sessions import existing_dir
+
+        project = existing_dir(params.project_dir, "projectDir")
         if params.hash is not None:
             now = await anyio.to_thread.run_sync(current_hash, project)
             if now != params.hash:
@@ -116,7 +100,7 @@ def register(app: SidecarApp) -> None:
             session = session_manager(app).get(params.session_id)
             hookset, context = session.runner.hookset, session.context
         else:
-            hookset = await _project_hookset(params)
+            hookset = await _project_hookset(app, params)
             sid = f"hooks-test-{uuid.uuid4().hex[:12]}"
 
             async def emit(event: str, payload: dict[str, Any]) -> None:
@@ -124,7 +108,7 @@ def register(app: SidecarApp) -> None:
 
             context = SessionContext(
                 session_id=sid, project_dir=hookset.project_dir, vault_dir=hookset.vault_dir,
-                data_dir=session_manager_data_dir(), emit=emit,
+                data_dir=session_manager(app).settings.data_dir, emit=emit,
             )
         if params.hook_name:
             hookset = hookset.only(params.hook_name)
