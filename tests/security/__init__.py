@@ -1,0 +1,1 @@
+"""Adversarial tests: each attacks one safety rule through the public surface."""
