@@ -15,6 +15,7 @@ from hooks.paths import data_dir
 from hooks.registry import default_registry
 from hooks.runner import HookRunner
 from hooks.sources import read_builtin_options, read_json, read_overrides
+from hooks.errors import TrustError
 from hooks.trust import TrustStore
 from hooks.types import ALL_EVENTS, HookProgress, HookResult, HookStarted, SessionContext
 
@@ -34,7 +35,7 @@ def _load(args: argparse.Namespace) -> HookSet:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    cols = ("name", "event", "matcher", "type", "source", "state", "timeout", "reason")
+    cols = ("name", "event", "matcher", "type", "source", "state", "runs", "reason")
     cells = [[("" if r.get(c) is None else str(r.get(c))) for c in cols] for r in rows]
     widths = [min(max([len(c)] + [len(row[i]) for row in cells]), 40 if c != "reason" else 200) for i, c in enumerate(cols)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(cols, widths))]
@@ -43,17 +44,35 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _runs_text(runs: dict[str, Any]) -> str:
+    what = runs.get("command") or runs.get("module") or runs.get("url") or runs.get("function") or runs.get("prompt") or ""
+    return " ".join(str(what).split())
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     hookset = _load(args)
     if args.json:
-        print(json.dumps({"hooks": hookset.to_listing(), "warnings": hookset.warnings, "trustHash": hookset.trust_hash}, indent=2))
+        print(json.dumps({"hooks": hookset.to_listing(), "warnings": hookset.warnings, "trustHash": hookset.trust_hash,
+                          "trust": hookset.trust_listing()}, indent=2))
         return 0
-    print(_table(hookset.to_listing()))
+    rows = hookset.to_listing()
+    for row in rows:
+        row["runs"] = _runs_text(row["runs"])
+    print(_table(rows))
+    pinned = [(spec.name, path, digest) for spec in hookset.entries for path, digest in spec.pinned]
+    if pinned:
+        print("\nfiles the hooks run (sha256 as reviewed):")
+        for name, path, digest in pinned:
+            print(f"  {name}: {path}  {digest}")
     for warning in hookset.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    trust = hookset.trust_listing()
+    for change in trust["changes"]:
+        print(f"changed since trusted: {change['path']} ({change['change']})", file=sys.stderr)
     if hookset.needs_trust:
-        print(f"\nproject hooks are untrusted; after reviewing them run: python -m hooks trust --project {hookset.project_dir}",
-              file=sys.stderr)
+        print(f"\nproject hooks are untrusted; after reviewing them run: python -m hooks trust --project "
+              f"{hookset.project_dir}{' --vault ' + str(hookset.vault_dir) if hookset.vault_dir else ''} "
+              f"--hash {hookset.trust_hash}", file=sys.stderr)
     return 0
 
 
@@ -157,11 +176,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_trust(args: argparse.Namespace) -> int:
     project = Path(args.project).resolve()
+    vault = Path(args.vault).resolve() if args.vault else None
     store = TrustStore()
-    if args.revoke:
-        print("revoked" if store.revoke(project) else "was not trusted")
-        return 0
-    print(f"trusted {project} (hook sections hash {store.trust(project)})")
+    try:
+        if args.revoke:
+            print("revoked" if store.revoke(project, vault) else "was not trusted")
+            return 0
+        digest = store.trust(project, args.hash, vault)
+    except TrustError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.hash is None:
+        print(f"note: no --hash given: trusted the project as it is on disk now ({digest}); pass the hash "
+              "`python -m hooks list` showed to trust exactly what you reviewed", file=sys.stderr)
+    print(f"trusted {project} (manifest hash {digest})")
     return 0
 
 
@@ -191,8 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("file")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("trust", help="trust the project's current hook sections (after reviewing them)")
+    p = sub.add_parser("trust", help="trust what the project's hooks run, as listed (after reviewing them)")
     p.add_argument("--project", default=".")
+    p.add_argument("--vault", default=None, help="the notes vault the project is used with (its hooks are trusted with it)")
+    p.add_argument("--hash", default=None, help="the trust hash `list` showed: trust only that reviewed version")
     p.add_argument("--revoke", action="store_true")
     p.set_defaults(func=cmd_trust)
 

@@ -117,6 +117,7 @@ class ParsedSettings:
     warnings: list[str] = field(default_factory=list)
     disable_all: bool = False
     allowed_http_urls: list[str] | None = None
+    disabled_hooks: frozenset[str] = frozenset()  # `disabledHooks`: honoured only from the user's own settings
     builtin_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     hooks_section: Any = None  # the raw `hooks` value, hashed for trust
 
@@ -151,6 +152,13 @@ def parse_settings(data: Any, file: Path, *, hooks_dir: Path | None = None) -> P
             out.allowed_http_urls = list(urls)
         else:
             out.errors.append(f"{file}: $.allowedHttpHookUrls: expected a list of URL patterns")
+
+    disabled = data.get("disabledHooks")
+    if disabled is not None:
+        if isinstance(disabled, list) and all(isinstance(n, str) for n in disabled):
+            out.disabled_hooks = frozenset(disabled)
+        else:
+            out.errors.append(f"{file}: $.disabledHooks: expected a list of hook names")
 
     builtin = data.get("builtin")
     if builtin is not None:

@@ -1,4 +1,11 @@
-"""The effective hook set of one project: every source merged in order, the security policy, trust, overrides, and a listing with states and reasons."""
+"""The effective hook set of one project: every source merged in order, the security policy, trust, switches, and a listing with states and reasons.
+
+Who may flip what (docs/SECURITY.md): a switch reaches only the hooks of the
+source that set it, except the user's own settings, which reach every source;
+a project (or vault) never weakens the built-in guards or the app's hooks, and
+none of its hooks runs until the user trusts the manifest of everything it
+would execute (hooks.manifest).
+"""
 
 from __future__ import annotations
 
@@ -17,16 +24,20 @@ from typing import Any
 from hooks.config import RawEntry, first_word
 from hooks.matchers import Matcher, MatcherError, compile_matcher
 from hooks.registry import HookRegistry, ProgrammaticHook, default_registry
+from hooks.manifest import Manifest, build_manifest, command_files, expand_project_dir, pins
 from hooks.sources import SourcePaths, read_overrides, read_settings
-from hooks.trust import TrustStore, hooks_section_hash
+from hooks.trust import TrustStatus, TrustStore
 from hooks.types import HookFunction
 
 log = logging.getLogger("hooks")
 
 DEFAULT_TIMEOUT_S = {"command": 30.0, "python": 30.0, "prompt": 30.0, "agent": 60.0, "http": 30.0, "callable": 30.0}
 
-# Types that can run code or reach the network on the host: never from user/vault settings, only in trusted projects.
-_PRIVILEGED = frozenset({"command", "python", "http", "agent"})
+# Sources written by someone other than the user: none of their hooks runs (prompt hooks included: they spend the
+# user's model budget and send project data to a model) until the user trusts their manifest.
+TRUST_SOURCES = frozenset({"project", "local", "vault"})
+# Sources a project's own switches (hook-overrides.json, disableAllHooks, allowedHttpHookUrls) reach.
+PROJECT_SOURCES = frozenset({"project", "local"})
 
 
 @dataclass(slots=True)
@@ -58,6 +69,8 @@ class HookSpec:
     builtin: bool = False
     dedupe_key: tuple[str, ...] | None = None
     log: logging.Logger | None = None
+    # (file, digest) of every file this hook runs, as reviewed; checked again before each run.
+    pinned: tuple[tuple[Path, str], ...] = ()
 
     @property
     def active(self) -> bool:
@@ -77,19 +90,43 @@ class HookSpec:
             "timeout": self.timeout_s,
             "failClosed": self.fail_closed,
             "async": self.run_async,
+            "runs": self.runs(),
         }
+
+    def runs(self) -> dict[str, Any]:
+        """Exactly what this hook executes or contacts, and a digest of each file it runs: what the user reviews."""
+        config = self.config
+        out: dict[str, Any] = {}
+        if self.type == "command" and self.command is not None:
+            out["command"] = self.command
+            if self.cwd is not None:
+                out["cwd"] = str(self.cwd)
+        elif self.type == "python" and self.script is not None:
+            out["module"] = str(self.script)
+        elif self.type == "http" and config is not None:
+            out["url"] = config.url
+            if config.headers:
+                out["headers"] = sorted(config.headers)
+        elif self.type in ("prompt", "agent") and config is not None:
+            out["prompt"] = config.prompt
+            out["model"] = config.model
+        elif self.type == "callable" and self.fn is not None:
+            out["function"] = f"{getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', '?')}"
+        if self.pinned:
+            out["files"] = [{"path": str(path), "digest": digest} for path, digest in self.pinned]
+        return out
 
 
 @dataclass(slots=True)
 class HookSet:
-    """Every hook of one project (active or not), the load warnings, and what is needed to reload."""
+    """Every hook of one project (active or not), the load warnings, the trust decision, and what is needed to reload."""
 
     paths: SourcePaths
     entries: list[HookSpec]
     warnings: list[str]
     builtin_options: dict[str, dict[str, Any]]
-    trust_hash: str
-    trusted: bool
+    manifest: Manifest
+    trust: TrustStatus
     registry: HookRegistry
     vault_dir: Path | None = None
     trust_store: TrustStore | None = None
@@ -103,6 +140,14 @@ class HookSet:
     @property
     def project_dir(self) -> Path:
         return self.paths.project_dir
+
+    @property
+    def trust_hash(self) -> str:
+        return self.manifest.hash
+
+    @property
+    def trusted(self) -> bool:
+        return self.trust.trusted
 
     def active_for(self, event: str) -> list[HookSpec]:
         return self._active.get(event, [])
@@ -128,9 +173,48 @@ class HookSet:
     def to_listing(self) -> list[dict[str, Any]]:
         return [s.to_listing() for s in self.entries]
 
+    def trust_listing(self) -> dict[str, Any]:
+        """The trust decision as `hooks/list` reports it: hash to review, every pinned file, and what changed since trust."""
+        return {
+            "trusted": self.trust.trusted,
+            "trustHash": self.manifest.hash,
+            "trustedAt": self.trust.trusted_at,
+            "files": [{"path": label, "digest": digest} for label, digest in sorted(self.manifest.files.items())],
+            "changes": list(self.trust.changes),
+        }
+
     def only(self, name: str) -> HookSet:
         """The same set with every hook but `name` left out (for `python -m hooks test --hook NAME`)."""
         return dataclasses.replace(self, entries=[s for s in self.entries if s.name == name])
+
+
+@dataclass(slots=True)
+class Switches:
+    """Every switch that turns hooks off or narrows them, with the sources each one may reach."""
+
+    user_disabled: frozenset[str] = frozenset()  # user settings `disabledHooks`: any hook, built-ins included
+    project_disabled: frozenset[str] = frozenset()  # <project>/.claude/hook-overrides.json: project hooks only
+    disable_all: dict[str, Path] = field(default_factory=dict)  # source kind -> the file whose disableAllHooks covers it
+    trusted_urls: list[str] | None = None  # built-in and user allowedHttpHookUrls: every http hook
+    project_urls: list[str] | None = None  # project and local allowedHttpHookUrls: narrow project hooks only
+
+
+def _switches(parsed: dict[str, Any], overrides: frozenset[str]) -> Switches:
+    sw = Switches(user_disabled=parsed["user"].disabled_hooks, project_disabled=overrides)
+    # Widest first, so the user's own file is the one named when several set it.
+    for kind, covers in (("vault", ("vault",)), ("local", PROJECT_SOURCES), ("project", PROJECT_SOURCES),
+                         ("user", ("user", "vault", "project", "local", "programmatic"))):
+        p = parsed.get(kind)
+        if p is not None and p.disable_all:
+            for covered in covers:
+                sw.disable_all[covered] = p.file
+    for kind in ("builtin", "user"):
+        if parsed[kind].allowed_http_urls is not None:
+            sw.trusted_urls = (sw.trusted_urls or []) + parsed[kind].allowed_http_urls
+    for kind in ("project", "local"):
+        if parsed[kind].allowed_http_urls is not None:
+            sw.project_urls = (sw.project_urls or []) + parsed[kind].allowed_http_urls
+    return sw
 
 
 def load_hookset(
@@ -142,7 +226,7 @@ def load_hookset(
     user_settings: Path | None = None,
     trust_store: TrustStore | None = None,
 ) -> HookSet:
-    """Read every source and apply policy, trust and overrides. Never raises for bad files: they become warnings and invalid entries."""
+    """Read every source and apply policy, switches and trust. Never raises for bad files: they become warnings and invalid entries."""
     paths = SourcePaths.for_project(project_dir, vault_dir, builtin_settings=builtin_settings, user_settings=user_settings)
     registry = default_registry if registry is None else registry
     store = trust_store if trust_store is not None else TrustStore()
@@ -154,33 +238,29 @@ def load_hookset(
         parsed[kind] = p
         warnings.extend(p.errors)
         warnings.extend(p.warnings)
-
-    disabled_by = next((p.file for k, p in parsed.items() if k != "builtin" and p.disable_all), None)
     overrides, problems = read_overrides(paths.overrides)
     warnings.extend(problems)
-    allowed_urls: list[str] | None = None
-    for p in parsed.values():
-        if p.allowed_http_urls is not None:
-            allowed_urls = (allowed_urls or []) + p.allowed_http_urls
 
-    trust_hash = hooks_section_hash(parsed["project"].hooks_section, parsed["local"].hooks_section)
-    trusted = store.is_trusted(paths.project_dir, trust_hash)
-
-    builder = _Builder(paths, warnings, overrides, disabled_by, allowed_urls, trusted, trust_hash)
+    builder = _Builder(paths, warnings, _switches(parsed, overrides))
     for kind, p in parsed.items():
         for raw in p.entries:
             builder.add_settings_entry(kind, p.file, raw)
     for prog in registry:
         builder.add_programmatic(prog)
+    builder.check_switch_names()
 
-    builtin_options = parsed["builtin"].builtin_options
+    vault_root = Path(vault_dir).expanduser().resolve() if vault_dir is not None else None
+    manifest = build_manifest(paths.project_dir, vault_root, builder.trust_files())
+    status = store.status(paths.project_dir, manifest, vault_root)
+    builder.apply_trust(status, manifest)
+
     return HookSet(
         paths=paths,
         entries=builder.specs,
         warnings=warnings,
-        builtin_options=builtin_options,
-        trust_hash=trust_hash,
-        trusted=trusted,
+        builtin_options=parsed["builtin"].builtin_options,
+        manifest=manifest,
+        trust=status,
         registry=registry,
         vault_dir=vault_dir,
         trust_store=trust_store,
@@ -190,17 +270,13 @@ def load_hookset(
 class _Builder:
     """Turns raw entries and programmatic hooks into HookSpecs with their state, in order."""
 
-    def __init__(self, paths, warnings, overrides, disabled_by, allowed_urls, trusted, trust_hash) -> None:
-        self.paths: SourcePaths = paths
-        self.warnings: list[str] = warnings
-        self.overrides: frozenset[str] = overrides
-        self.disabled_by: Path | None = disabled_by
-        self.allowed_urls: list[str] | None = allowed_urls
-        self.trusted: bool = trusted
-        self.trust_hash: str = trust_hash
+    def __init__(self, paths: SourcePaths, warnings: list[str], switches: Switches) -> None:
+        self.paths = paths
+        self.warnings = warnings
+        self.switches = switches
         self.specs: list[HookSpec] = []
         self._ids: set[str] = set()
-        self._dedupe: dict[tuple, str] = {}
+        self._dedupe: dict[tuple, HookSpec] = {}
 
     def _unique_id(self, base: str) -> str:
         candidate, n = base, 1
@@ -240,11 +316,8 @@ class _Builder:
             spec.state, spec.reason = "invalid", raw.error
         elif not self._compile(spec, where):
             pass
-        elif htype == "http" and self.allowed_urls is not None and not any(
-            fnmatch.fnmatchcase(config.url, pat) for pat in self.allowed_urls
-        ):
-            spec.state = "invalid"
-            spec.reason = f"url {config.url!r} matches no allowedHttpHookUrls pattern"
+        elif htype == "http" and (url_problem := self._url_problem(kind, config.url)):
+            spec.state, spec.reason = "invalid", url_problem
             self.warnings.append(f"{where}: {spec.reason}")
         elif kind in ("user", "vault") and htype != "prompt":
             spec.state = "dropped"
@@ -252,15 +325,19 @@ class _Builder:
             self.warnings.append(f"{where}: {htype} hook {spec.name!r} dropped by policy: only prompt hooks are allowed from {kind} settings")
         else:
             self._apply_switches(spec, config.enabled, where)
-            if spec.state == "active" and kind in ("project", "local") and htype in _PRIVILEGED and not self.trusted:
-                spec.state = "untrusted"
-                spec.reason = (
-                    f"project hooks are not trusted yet (hook sections hash {self.trust_hash[:12]}); "
-                    f"review them, then trust with `python -m hooks trust --project {self.paths.project_dir}`"
-                )
-        if spec.state in ("active", "untrusted", "disabled") and config is not None:
+        if spec.state in ("active", "disabled") and config is not None:
             self._prepare_executable(spec, config, where)
         self.specs.append(spec)
+
+    def _url_problem(self, kind: str, url: str) -> str | None:
+        sw = self.switches
+        if sw.trusted_urls is not None and not any(fnmatch.fnmatchcase(url, pat) for pat in sw.trusted_urls):
+            return f"url {url!r} matches no allowedHttpHookUrls pattern of the user's settings"
+        if kind in PROJECT_SOURCES and sw.project_urls is not None and not any(
+            fnmatch.fnmatchcase(url, pat) for pat in sw.project_urls
+        ):
+            return f"url {url!r} matches no allowedHttpHookUrls pattern of the project's settings"
+        return None
 
     def add_programmatic(self, prog: ProgrammaticHook) -> None:
         source = "builtin" if prog.builtin else "programmatic"
@@ -285,6 +362,46 @@ class _Builder:
             self._apply_switches(spec, True, f"programmatic hook {prog.name!r}")
         self.specs.append(spec)
 
+    def check_switch_names(self) -> None:
+        """Say when a switch names no hook (a typo) or a hook its file may not turn off."""
+        sw = self.switches
+        sources_of: dict[str, set[str]] = {}
+        for spec in self.specs:
+            sources_of.setdefault(spec.name, set()).add(spec.source)
+        for name in sorted(sw.project_disabled):
+            found = sources_of.get(name)
+            if not found:
+                self.warnings.append(f"{self.paths.overrides}: $.disabled: {name!r} names no hook (check the spelling)")
+            elif not found & PROJECT_SOURCES:
+                self.warnings.append(
+                    f"{self.paths.overrides}: $.disabled: {name!r} is a {'/'.join(sorted(found))} hook; a project may turn "
+                    "off only its own hooks (built-in and app hooks are turned off in the user's settings: disabledHooks); ignored"
+                )
+        for name in sorted(sw.user_disabled):
+            if name not in sources_of:
+                self.warnings.append(f"{self.paths.user}: $.disabledHooks: {name!r} names no hook (check the spelling)")
+
+    def trust_files(self) -> list[Path]:
+        """The files hooks from untrusted sources would run: part of what the user trusts."""
+        return [path for spec in self.specs if spec.source in TRUST_SOURCES for path, _ in spec.pinned]
+
+    def apply_trust(self, status: TrustStatus, manifest: Manifest) -> None:
+        if status.trusted:
+            return
+        if status.changes:
+            listed = ", ".join(f"{c['path']} ({c['change']})" for c in status.changes[:8])
+            more = f" and {len(status.changes) - 8} more" if len(status.changes) > 8 else ""
+            why = f"the project changed since it was trusted: {listed}{more}"
+        else:
+            why = "the project is not trusted yet"
+        reason = (f"{why}; review what its hooks run (`python -m hooks list --project {self.paths.project_dir}`), then "
+                  f"trust it with `python -m hooks trust --project {self.paths.project_dir} --hash {manifest.hash}`")
+        untrusted = [s for s in self.specs if s.source in TRUST_SOURCES and s.state == "active"]
+        for spec in untrusted:
+            spec.state, spec.reason = "untrusted", f"{reason}; {spec.reason}" if spec.reason else reason
+        if untrusted and status.changes:
+            self.warnings.append(f"{self.paths.project_dir}: {why}; its hooks do not run until it is trusted again")
+
     def _compile(self, spec: HookSpec, where: str) -> bool:
         try:
             spec.match = compile_matcher(spec.matcher)
@@ -295,21 +412,26 @@ class _Builder:
         return True
 
     def _apply_switches(self, spec: HookSpec, enabled: bool, where: str) -> None:
+        sw = self.switches
         if not enabled:
             spec.state, spec.reason = "disabled", "enabled: false"
-        elif spec.name in self.overrides:
+        elif spec.name in sw.user_disabled:
+            spec.state, spec.reason = "disabled", f"disabled by disabledHooks in {self.paths.user}"
+        elif spec.source in PROJECT_SOURCES and spec.name in sw.project_disabled:
             spec.state, spec.reason = "disabled", f"disabled by {self.paths.overrides}"
-        elif self.disabled_by is not None and not spec.builtin:
-            spec.state, spec.reason = "disabled", f"disableAllHooks is set in {self.disabled_by}"
+        elif not spec.builtin and spec.source in sw.disable_all:
+            spec.state, spec.reason = "disabled", f"disableAllHooks is set in {sw.disable_all[spec.source]}"
 
     def _prepare_executable(self, spec: HookSpec, config: Any, where: str) -> None:
         if spec.type == "command":
             spec.command = config.command
             key = ("command", spec.event, spec.matcher or "", config.command, str(spec.cwd or ""))
             self._check_command(spec, config.command, where)
+            spec.pinned = pins(command_files(config.command, spec.cwd or self.paths.project_dir, self.paths.project_dir))
         elif spec.type == "python":
             spec.script = self._resolve_script(spec, config.script)
             key = ("python", spec.event, spec.matcher or "", str(spec.script))
+            spec.pinned = pins([spec.script])
             if not spec.script.is_file():
                 msg = f"python hook script {spec.script} does not exist; the hook will fail every time it runs"
                 self.warnings.append(f"{where}: {msg}")
@@ -320,13 +442,15 @@ class _Builder:
             return
         first = self._dedupe.get(key)
         if first is not None:
-            spec.state, spec.reason = "disabled", f"identical to {first}; identical command hooks run once"
+            spec.state, spec.reason = "disabled", f"identical to {first.id}; identical command hooks run once"
+            # The one that runs keeps the stricter promise: a fail-closed gate must not vanish behind a fail-open twin.
+            first.fail_closed = first.fail_closed or spec.fail_closed
         else:
-            self._dedupe[key] = spec.id
+            self._dedupe[key] = spec
         spec.dedupe_key = key[:1] + key[3:]
 
     def _resolve_script(self, spec: HookSpec, script: str) -> Path:
-        script = _expand(script, self.paths.project_dir)
+        script = expand_project_dir(script, self.paths.project_dir)
         path = Path(script).expanduser()
         if path.is_absolute():
             return path
@@ -339,7 +463,7 @@ class _Builder:
         word = first_word(command)
         if not word or "/" not in word:
             return
-        word = _expand(word, self.paths.project_dir)
+        word = expand_project_dir(word, self.paths.project_dir)
         path = Path(word).expanduser()
         if not path.is_absolute():
             path = (spec.cwd or self.paths.project_dir) / path
@@ -360,7 +484,7 @@ class _Builder:
         script = interpreter_script(command)
         if script is None:
             return
-        path = Path(_expand(script, self.paths.project_dir)).expanduser()
+        path = Path(expand_project_dir(script, self.paths.project_dir)).expanduser()
         if not path.is_absolute():
             path = (spec.cwd or self.paths.project_dir) / path
         if path.exists():
@@ -390,12 +514,6 @@ def interpreter_script(command: str) -> str | None:
             continue
         return arg if arg.endswith(_SCRIPT_SUFFIXES) else None
     return None
-
-
-def _expand(text: str, project_dir: Path) -> str:
-    for var in ("${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"):
-        text = text.replace(var, str(project_dir))
-    return text
 
 
 def _derived_name(htype: str, config: Any, raw: RawEntry) -> str:

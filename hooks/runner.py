@@ -16,7 +16,8 @@ from hooks.aggregate import aggregate
 from hooks.executors.callable import CallableExecutor
 from hooks.executors.command import KILL_GRACE_S, CommandExecutor
 from hooks.executors.python import PythonExecutor
-from hooks.hookset import HookSet, HookSpec
+from hooks.hookset import TRUST_SOURCES, HookSet, HookSpec
+from hooks.manifest import changed_pin
 from hooks.interpret import STOP_EVENTS, decision_of, make_result, updated_input_of
 from hooks.matchers import match_target
 from hooks.paths import data_dir as default_data_dir
@@ -246,6 +247,11 @@ class HookRunner:
             if executor is None:
                 report = ExecutionReport(status="error", error=f"no executor for type {spec.type}")
                 fail_open = True
+            elif spec.pinned and spec.source in TRUST_SOURCES and (changed := changed_pin(spec.pinned)) is not None:
+                # Trust binds content: a script edited after review (a git pull, the agent) does not run on old trust.
+                report = ExecutionReport(status="error", error=(
+                    f"{changed} changed since the project was trusted; the hook did not run "
+                    "(review the change, then trust the project again)"))
             else:
                 report = await executor.run(HookCall(spec, event, payload, ctx, spec.timeout_s, progress))
         except asyncio.CancelledError:

@@ -61,8 +61,26 @@ class SourcePaths:
         return files
 
 
+class DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def parse_json_strict(text: str) -> Any:
+    """json.loads that refuses an object with the same key twice (which one a reader keeps differs between tools)."""
+    return json.loads(text, object_pairs_hook=_no_duplicates)
+
+
 def read_json(path: Path) -> tuple[Any, str | None, bool]:
-    """(document, error, exists); a missing file is not an error."""
+    """(document, error, exists); a missing file is not an error, a duplicate key is."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -72,7 +90,10 @@ def read_json(path: Path) -> tuple[Any, str | None, bool]:
     if not text.strip():
         return {}, None, True
     try:
-        return json.loads(text), None, True
+        return parse_json_strict(text), None, True
+    except DuplicateKey as exc:
+        return None, (f"{path}: key {str(exc)!r} appears twice in one object; which one counts would be ambiguous, "
+                      "so the file is skipped (remove the duplicate)"), True
     except json.JSONDecodeError as exc:
         return None, f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); file skipped", True
 

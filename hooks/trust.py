@@ -1,84 +1,176 @@
-"""Project trust: a hash of each project's hook sections, stored in the user's data directory; a changed section needs trust again."""
+"""Project trust: the user's store of trusted manifests (one per project, and vault when one is used), written under a lock.
+
+A record holds the manifest's hash and its per-file digests, so a later
+listing can say which file changed. Only the user grants trust (through
+`hooks/trust` or `python -m hooks trust`); the store lives in Orion's data
+directory, which the agent's tools cannot write (see docs/SECURITY.md).
+"""
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hooks.errors import TrustError
+from hooks.manifest import Manifest
 from hooks.paths import data_dir, project_key
-from hooks.sources import SourcePaths, read_json
+
+STORE_VERSION = 2
 
 
-def hooks_section_hash(project_section: Any, local_section: Any) -> str:
-    """sha256 of the canonical JSON of the project's and local file's `hooks` sections (nothing else in those files)."""
-    canonical = json.dumps(
-        {"project": project_section, "local": local_section}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+def trust_key(project_dir: Path, vault_dir: Path | None = None) -> str:
+    """What a record is filed under: the resolved project path, plus the vault's when hooks come from one."""
+    key = project_key(project_dir)
+    return f"{key}|vault:{project_key(vault_dir)}" if vault_dir is not None else key
 
 
-def current_hash(project_dir: Path) -> str:
-    """The hash of the hook sections as they are on disk now (unreadable files count as no section)."""
-    paths = SourcePaths.for_project(project_dir)
-    sections = []
-    for path in (paths.project, paths.local):
-        data, _err, _exists = read_json(path)
-        sections.append(data.get("hooks") if isinstance(data, dict) else None)
-    return hooks_section_hash(*sections)
+@dataclass(slots=True)
+class TrustStatus:
+    """How a manifest compares with what the user trusted."""
+
+    trusted: bool
+    recorded: bool  # a record exists (possibly for other content)
+    changes: list[dict[str, str]] = field(default_factory=list)
+    trusted_at: str | None = None
+
+
+def current_manifest(project_dir: Path, vault_dir: Path | None = None) -> Manifest:
+    """The manifest of the project as it is on disk now (the same one a hook listing shows)."""
+    from hooks.hookset import load_hookset  # the hook set decides which files its hooks run
+
+    return load_hookset(project_dir, vault_dir, trust_store=_NullStore()).manifest
+
+
+def current_hash(project_dir: Path, vault_dir: Path | None = None) -> str:
+    return current_manifest(project_dir, vault_dir).hash
 
 
 class TrustStore:
-    """`<data>/trust.json`: {"projects": {<resolved project path>: {"hash", "trustedAt"}}}, written atomically."""
+    """`<data>/trust.json`: {"version": 2, "projects": {<key>: {"hash", "files", "trustedAt"}}}.
+
+    Every change is a read-modify-write under an exclusive `flock` on a lock
+    file beside it, then an atomic rename: concurrent trusts and revocations,
+    from threads or processes, are serialised and none is lost.
+    """
 
     __slots__ = ("path",)
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path else data_dir() / "trust.json"
 
+    # ------------------------------------------------------------------ reading
+
     def _load(self) -> dict[str, Any]:
-        data, error, exists = read_json(self.path)
-        if error or not exists or not isinstance(data, dict) or not isinstance(data.get("projects"), dict):
-            return {"version": 1, "projects": {}}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            data = None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TrustError(f"cannot read trust store {self.path}: {exc}") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("projects"), dict):
+            return {"version": STORE_VERSION, "projects": {}}
         return data
+
+    def record(self, project_dir: Path, vault_dir: Path | None = None) -> dict[str, Any] | None:
+        try:
+            entry = self._load()["projects"].get(trust_key(project_dir, vault_dir))
+        except TrustError:
+            return None  # an unreadable store trusts nothing
+        return entry if isinstance(entry, dict) else None
+
+    def status(self, project_dir: Path, manifest: Manifest, vault_dir: Path | None = None) -> TrustStatus:
+        entry = self.record(project_dir, vault_dir)
+        if entry is None:
+            return TrustStatus(trusted=False, recorded=False)
+        files = entry.get("files")
+        if entry.get("hash") == manifest.hash and isinstance(files, dict):
+            return TrustStatus(trusted=True, recorded=True, trusted_at=entry.get("trustedAt"))
+        changes = manifest.changes_since(files) if isinstance(files, dict) else [
+            {"path": "*", "change": "trusted before trust covered hook scripts; review again"}
+        ]
+        return TrustStatus(trusted=False, recorded=True, changes=changes, trusted_at=entry.get("trustedAt"))
+
+    def trusted_hash(self, project_dir: Path, vault_dir: Path | None = None) -> str | None:
+        entry = self.record(project_dir, vault_dir)
+        return entry.get("hash") if entry else None
+
+    def is_trusted(self, project_dir: Path, hash: str | None = None, vault_dir: Path | None = None) -> bool:
+        """True when the stored hash equals `hash` (default: the project as it is on disk now)."""
+        stored = self.trusted_hash(project_dir, vault_dir)
+        return stored is not None and stored == (hash or current_hash(project_dir, vault_dir))
+
+    # ------------------------------------------------------------------ writing
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise TrustError(f"cannot lock trust store {self.path}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
 
     def _save(self, data: dict[str, Any]) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".trust-", dir=self.path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=2, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
+            fd, tmp = tempfile.mkstemp(prefix=".trust-", dir=self.path.parent)  # created 0600
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(data, fh, indent=2, sort_keys=True)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
         except OSError as exc:
             raise TrustError(f"cannot write trust store {self.path}: {exc}") from exc
 
-    def trust(self, project_dir: Path, hash: str | None = None) -> str:
-        """Trust the project's hook sections; pass the hash the user reviewed to trust exactly that version."""
-        value = hash or current_hash(project_dir)
-        data = self._load()
-        data["projects"][project_key(project_dir)] = {"hash": value, "trustedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        self._save(data)
-        return value
-
-    def revoke(self, project_dir: Path) -> bool:
-        data = self._load()
-        removed = data["projects"].pop(project_key(project_dir), None) is not None
-        if removed:
+    def trust(self, project_dir: Path, hash: str | None = None, vault_dir: Path | None = None) -> str:
+        """Trust the project as it is on disk now; with `hash`, only if that is still the version the user reviewed."""
+        manifest = current_manifest(project_dir, vault_dir)
+        if hash is not None and hash != manifest.hash:
+            raise TrustError(
+                f"the project changed since it was reviewed (reviewed {hash[:12]}, now {manifest.hash[:12]}); "
+                "list and review its hooks again"
+            )
+        with self._locked():
+            data = self._load()
+            data["version"] = STORE_VERSION
+            data["projects"][trust_key(project_dir, vault_dir)] = {
+                "hash": manifest.hash,
+                "files": manifest.files,
+                "trustedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
             self._save(data)
+        return manifest.hash
+
+    def revoke(self, project_dir: Path, vault_dir: Path | None = None) -> bool:
+        with self._locked():
+            data = self._load()
+            removed = data["projects"].pop(trust_key(project_dir, vault_dir), None) is not None
+            if removed:
+                self._save(data)
         return removed
 
-    def trusted_hash(self, project_dir: Path) -> str | None:
-        entry = self._load()["projects"].get(project_key(project_dir))
-        return entry.get("hash") if isinstance(entry, dict) else None
 
-    def is_trusted(self, project_dir: Path, hash: str | None = None) -> bool:
-        """True when the stored hash equals `hash` (default: the sections on disk now)."""
-        stored = self.trusted_hash(project_dir)
-        return stored is not None and stored == (hash or current_hash(project_dir))
+class _NullStore(TrustStore):
+    """A store that trusts nothing and reads nothing: for computing a manifest without a trust decision."""
+
+    def __init__(self) -> None:
+        self.path = Path(os.devnull)
+
+    def record(self, project_dir: Path, vault_dir: Path | None = None) -> dict[str, Any] | None:
+        return None

@@ -120,21 +120,50 @@ class HookInfo(WireModel):
     timeout: float | None = None
     fail_closed: bool = False
     async_: bool = Field(default=False, alias="async")
+    # Exactly what the hook executes or contacts (command, cwd, module, url, prompt, function) and, under
+    # `files`, each file it runs with its digest as loaded: what the user reviews before trusting.
+    runs: dict[str, Any] = Field(default_factory=dict)
+
+
+class TrustFile(WireModel):
+    path: str
+    digest: str  # "sha256:…", "json:…" (settings, canonical), "link:<target>|…", "absent"
+
+
+class TrustChange(WireModel):
+    path: str
+    change: str  # added | removed | modified
+
+
+class TrustInfo(WireModel):
+    """The project's trust record against what is on disk: every pinned file, and what changed since trust."""
+
+    trusted: bool
+    trust_hash: str
+    trusted_at: str | None = None
+    files: list[TrustFile] = Field(default_factory=list)
+    changes: list[TrustChange] = Field(default_factory=list)
 
 
 class HooksListResult(WireModel):
     hooks: list[HookInfo]
     warnings: list[str] = Field(default_factory=list)
-    # Hash of the project's and local file's hook sections as listed: pass it to `hooks/trust`.
+    # Hash of the manifest of everything the project would run, as listed: pass it to `hooks/trust`.
     trust_hash: str | None = None
     trusted: bool | None = None
+    trust: TrustInfo | None = None
 
 
 class HooksTrustParams(WireModel):
-    """Trust a project's hooks by content hash; with `hash` (from `hooks/list`), only the version the user reviewed."""
+    """Trust a project by the hash of its manifest; with `hash` (from `hooks/list`), only the version the user reviewed.
+
+    Only the user may send this (the frontend after a review); `revoke` removes the record instead.
+    """
 
     project_dir: str
+    vault_dir: str | None = None
     hash: str | None = None
+    revoke: bool = False
 
 
 class HooksTrustResult(WireModel):

@@ -23,7 +23,7 @@ async def _project_hookset(app: SidecarApp, params: p.HookScope):
 
 def _listing(hookset) -> dict[str, Any]:
     return {"hooks": hookset.to_listing(), "warnings": list(hookset.warnings),
-            "trustHash": hookset.trust_hash, "trusted": hookset.trusted}
+            "trustHash": hookset.trust_hash, "trusted": hookset.trusted, "trust": hookset.trust_listing()}
 
 
 def _result_dict(result) -> dict[str, Any]:
@@ -66,27 +66,30 @@ def register(app: SidecarApp) -> None:
 
     @app.method("hooks/trust")
     async def hooks_trust(params: p.HooksTrustParams, call: CallContext) -> p.HooksTrustResult:
-        from hooks.trust import TrustStore
-
-        from hooks.trust import current_hash
-
+        from hooks.errors import TrustError
+        from hooks.trust import TrustStore, current_hash
         from sidecar.sessions import existing_dir
 
         project = existing_dir(params.project_dir, "projectDir")
-        if params.hash is not None:
-            now = await anyio.to_thread.run_sync(current_hash, project)
-            if now != params.hash:
-                # The hooks changed between review and trust: trusting "what is on disk" would trust unseen code.
-                raise InvalidParams(
-                    "the project's hook sections changed since they were listed; list and review them again",
-                    data={"projectDir": str(project), "reviewedHash": params.hash, "currentHash": now},
-                )
-        digest = await anyio.to_thread.run_sync(TrustStore().trust, project, params.hash)
-        # Live sessions of this project pick the newly trusted hooks up at once.
+        vault = existing_dir(params.vault_dir, "vaultDir") if params.vault_dir else None
+        store = TrustStore()
+        if params.revoke:
+            await anyio.to_thread.run_sync(store.revoke, project, vault)
+            digest, trusted = await anyio.to_thread.run_sync(current_hash, project, vault), False
+        else:
+            try:
+                digest = await anyio.to_thread.run_sync(store.trust, project, params.hash, vault)
+            except TrustError as exc:
+                # The project changed between review and trust: trusting "what is on disk" would trust unseen code.
+                now = await anyio.to_thread.run_sync(current_hash, project, vault)
+                raise InvalidParams(str(exc), data={"projectDir": str(project), "reviewedHash": params.hash,
+                                                    "currentHash": now}) from exc
+            trusted = True
+        # Live sessions of this project pick the change up at once (a revoke stops its hooks).
         for session in session_manager(app).live_sessions():
             if session.project_dir == project:
                 await anyio.to_thread.run_sync(session.runner.reload)
-        return p.HooksTrustResult(trusted=True, hash=digest)
+        return p.HooksTrustResult(trusted=trusted, hash=digest)
 
     @app.method("hooks/test")
     async def hooks_test(params: p.HooksTestParams, call: CallContext) -> dict:

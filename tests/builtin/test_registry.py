@@ -31,7 +31,7 @@ def test_options_disable_and_retime(tmp_path, caplog):
 
 
 @pytest.mark.asyncio
-async def test_hook_overrides_file_disables_a_builtin(tmp_path):
+async def test_only_the_users_settings_disable_a_builtin_never_the_projects_overrides(tmp_path):
     async with sandbox(tmp_path) as sb:
         denied = await sb.tool("PreToolUse", "Write", {"file_path": ".env", "content": "x"})
     assert denied.decision == "deny"
@@ -39,11 +39,21 @@ async def test_hook_overrides_file_disables_a_builtin(tmp_path):
     claude.mkdir()
     (claude / "hook-overrides.json").write_text(json.dumps({"disabled": ["protection"]}))
     registry = builtin_registry(data_dir=tmp_path / "data")
+    payload = {"tool_name": "Write", "tool_input": {"file_path": ".env", "content": "x"}}
+    context = SessionContext(session_id="s1", project_dir=tmp_path / "project", data_dir=tmp_path / "data")
     hookset = load_hookset(tmp_path / "project", tmp_path / "vault", registry=registry)
     states = {s.name: s.state for s in hookset.entries if s.event == "PreToolUse"}
-    assert states["protection"] == "disabled" and states["env-isolation"] == "active"
+    assert states["protection"] == "active"  # a cloned project cannot switch the guard off
     runner = HookRunner(hookset, data_dir=tmp_path / "data")
-    agg = await runner.fire("PreToolUse", {"tool_name": "Write", "tool_input": {"file_path": ".env", "content": "x"}},
-                            SessionContext(session_id="s1", project_dir=tmp_path / "project", data_dir=tmp_path / "data"))
+    agg = await runner.fire("PreToolUse", payload, context)
+    await runner.aclose()
+    assert agg.decision == "deny"
+
+    user = tmp_path / "user.json"
+    user.write_text(json.dumps({"disabledHooks": ["protection"]}))
+    hookset = load_hookset(tmp_path / "project", tmp_path / "vault", registry=registry, user_settings=user)
+    assert {s.name: s.state for s in hookset.entries if s.event == "PreToolUse"}["protection"] == "disabled"
+    runner = HookRunner(hookset, data_dir=tmp_path / "data")
+    agg = await runner.fire("PreToolUse", payload, context)
     await runner.aclose()
     assert agg.decision is None

@@ -258,8 +258,9 @@ def test_render_prompt_replaces_every_placeholder() -> None:
 
 
 @pytest.mark.asyncio
-async def test_vault_prompt_hook_runs_while_vault_http_and_agent_hooks_are_dropped(tmp_path: Path) -> None:
+async def test_vault_prompt_hook_runs_once_trusted_while_vault_http_and_agent_hooks_are_dropped(tmp_path: Path) -> None:
     from hooks.hookset import load_hookset
+    from hooks.trust import TrustStore
 
     vault = tmp_path / "vault"
     settings = vault / ".orion" / "settings.json"
@@ -276,7 +277,10 @@ async def test_vault_prompt_hook_runs_while_vault_http_and_agent_hooks_are_dropp
     for dropped in ("vault-http", "vault-agent"):
         assert listing[dropped]["state"] == "dropped"
         assert "only prompt hooks" in listing[dropped]["reason"]
-    prompt_spec = by_name["vault-prompt"]
+    # A vault is someone's folder like a project: its prompt hooks spend the user's model budget, so they wait for trust.
+    assert by_name["vault-prompt"].state == "untrusted"
+    TrustStore().trust(tmp_path / "project", hookset.trust_hash, vault)
+    prompt_spec = {s.name: s for s in hookset.reload().entries}["vault-prompt"]
     assert prompt_spec.state == "active"
 
     call = make_call(prompt_hook())
@@ -304,6 +308,7 @@ async def test_runner_turns_ok_false_into_the_events_decision(
 
     project = Project((tmp_path / "proj").resolve())
     project.settings(settings(event, {"type": "prompt", "name": "judge", "prompt": "Judge $ARGUMENTS"}))
+    project.trust()
     client = FakeModelClient('```json\n{"ok": false, "reason": "too risky"}\n```')
     with anyio.fail_after(10):
         async with running(project.load(), executors=default_llm_executors(client)) as runner:
@@ -323,6 +328,7 @@ async def test_runner_fails_open_on_a_malformed_answer_unless_fail_closed(tmp_pa
         {"type": "prompt", "name": "lenient", "prompt": "Judge $ARGUMENTS"},
         {"type": "prompt", "name": "strict", "prompt": "Judge $ARGUMENTS", "failClosed": True},
     ))
+    project.trust()
     client = FakeModelClient("I am not sure.")
     payload = {"tool_name": "Bash", "tool_input": {"command": "ls"}}
     with anyio.fail_after(10):

@@ -35,7 +35,7 @@ def test_sources_concatenate_in_documented_order_then_programmatic(project, tmp_
         ("b", "builtin"), ("u", "user"), ("v", "vault"), ("p", "project"), ("l", "local"), ("prog", "programmatic")
     ]
     row = hs.to_listing()[0]
-    assert set(row) == {"id", "name", "event", "matcher", "type", "source", "sourceFile", "state", "reason", "timeout", "failClosed", "async"}
+    assert set(row) == {"id", "name", "event", "matcher", "type", "source", "sourceFile", "state", "reason", "timeout", "failClosed", "async", "runs"}
     assert row["sourceFile"] == str(builtin) and row["state"] == "active"
 
 
@@ -49,7 +49,8 @@ def test_vault_command_hook_is_dropped_and_vault_prompt_hook_survives(project, t
     ]}]}})
     hs = project.load(vault=vault)
     states = {s.name: s.state for s in hs.entries}
-    assert states == {"evil": "dropped", "vault-check": "active", "vault-http": "dropped", "vault-agent": "dropped"}
+    # The vault's prompt hook is allowed by policy, and waits for trust like a project's.
+    assert states == {"evil": "dropped", "vault-check": "untrusted", "vault-http": "dropped", "vault-agent": "dropped"}
     assert any(str(vfile) in w and "'evil' dropped by policy" in w for w in hs.warnings)
 
 
@@ -95,13 +96,16 @@ async def test_untrusted_project_hook_does_not_run_until_trusted_and_a_change_ne
     assert not (project.root / "evil.ran").exists()
 
 
-def test_local_file_changes_also_need_trust_and_prompt_hooks_need_none(project):
+def test_local_file_changes_also_need_trust_and_prompt_hooks_need_it_too(project):
     project.settings(settings("Stop", {"type": "prompt", "prompt": "done?", "name": "p"}))
+    assert project.load().entries[0].state == "untrusted"  # it would spend the user's model budget
     project.trust()
     hs = project.load()
     assert hs.entries[0].state == "active"
     project.settings(settings("Stop", cmd("echo l", name="l")), local=True)
-    assert [s.state for s in hs.reload().entries] == ["active", "untrusted"]
+    hs = hs.reload()
+    assert [s.state for s in hs.entries] == ["untrusted", "untrusted"]
+    assert hs.trust.changes == [{"path": ".claude/settings.local.json", "change": "added"}]
 
 
 def test_trust_store_is_written_atomically_to_the_data_dir(project, isolated_home):
@@ -115,19 +119,30 @@ def test_trust_store_is_written_atomically_to_the_data_dir(project, isolated_hom
     assert store.revoke(project.root) and not store.is_trusted(project.root)
 
 
-def test_overrides_disable_by_name_builtin_included(project):
+def test_project_overrides_disable_only_the_projects_own_hooks_and_the_user_may_disable_a_builtin(project, tmp_path):
     project.settings(settings("Stop", cmd("echo a", name="noisy"), cmd("echo b", name="kept")))
-    write_json(project.claude / "hook-overrides.json", {"disabled": ["noisy", "guard"]})
+    write_json(project.claude / "hook-overrides.json", {"disabled": ["noisy", "guard", "app-audit", "nosuch"]})
     reg = HookRegistry()
 
     async def guard(inp, ctx):
         return None
 
     reg.register("Stop", guard, name="guard", builtin=True)
+    reg.register("Stop", guard, name="app-audit")
     project.trust()
     hs = project.load(registry=reg)
-    assert {s.name: s.state for s in hs.entries} == {"noisy": "disabled", "kept": "active", "guard": "disabled"}
+    assert {s.name: s.state for s in hs.entries} == {
+        "noisy": "disabled", "kept": "active", "guard": "active", "app-audit": "active"}
     assert "hook-overrides.json" in hs.entries[0].reason
+    text = "\n".join(hs.warnings)
+    assert "'guard' is a builtin hook; a project may turn off only its own hooks" in text
+    assert "'app-audit' is a programmatic hook" in text and "'nosuch' names no hook" in text
+
+    user = write_json(tmp_path / "user.json", {"disabledHooks": ["guard", "app-audit"]})
+    hs = project.load(registry=reg, user_settings=user)
+    assert {s.name: s.state for s in hs.entries} == {
+        "noisy": "disabled", "kept": "active", "guard": "disabled", "app-audit": "disabled"}
+    assert "disabledHooks" in hs.by_name("guard")[0].reason
 
 
 def test_disable_all_hooks_spares_builtin_hooks(project, tmp_path):
@@ -141,6 +156,12 @@ def test_disable_all_hooks_spares_builtin_hooks(project, tmp_path):
     reg.register("Stop", f, name="builtin-prog", builtin=True)
     reg.register("Stop", f, name="user-prog")
     hs = project.load(registry=reg, builtin_settings=builtin)
+    # A project's disableAllHooks reaches the project's own hooks, never the app's or the built-ins.
+    assert {s.name: s.state for s in hs.entries} == {
+        "builtin-cmd": "active", "proj": "disabled", "builtin-prog": "active", "user-prog": "active"
+    }
+    user = write_json(tmp_path / "u.json", {"disableAllHooks": True})
+    hs = project.load(registry=reg, builtin_settings=builtin, user_settings=user)
     assert {s.name: s.state for s in hs.entries} == {
         "builtin-cmd": "active", "proj": "disabled", "builtin-prog": "active", "user-prog": "disabled"
     }

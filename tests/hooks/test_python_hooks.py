@@ -117,6 +117,13 @@ async def test_an_edited_hook_is_reloaded_between_calls_without_a_new_launcher(p
             assert agg.additional_context == "[ctx.py] version one"
             pids = launcher_pids(runner)
             hook.write_text("def run(p):\n    return 'version two, longer'\n")
+            # Edited after trust: the new code does not run on the old trust...
+            agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
+            assert agg.additional_context is None
+            assert "changed since the project was trusted" in agg.results[0].error
+            # ...until the user trusts it again; then the warm launcher reloads the module.
+            project.trust()
+            runner.reload()
             agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
             assert agg.additional_context == "[ctx.py] version two, longer"
             assert launcher_pids(runner) == pids
