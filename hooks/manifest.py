@@ -50,10 +50,12 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
 
 
 def file_digest(path: Path) -> str:
-    """`sha256:<hex>` of a file's bytes (through symlinks), `link:<target>|sha256:<hex>` for a symlink, else a state word.
+    """`sha256:<hex>` of a file's bytes, `link:<target>|sha256:<hex>` through a symlink, else a state word.
 
-    Cached by the file's identity (device, inode, size, mtime, ctime), so
-    checking a pinned hook script before each run costs two stat calls.
+    Cached by the path and the identity (device, inode, size, mtime, ctime) of
+    both the link and what it reaches, so checking a pinned hook script before
+    each run costs one or two stat calls when nothing changed; another file
+    swapped in anywhere along the path has another identity.
     """
     try:
         lst = os.lstat(path)
@@ -61,25 +63,22 @@ def file_digest(path: Path) -> str:
         return ABSENT
     except OSError as exc:
         return f"unreadable:{exc.strerror}"
-    prefix = ""
+    st = lst
     if stat.S_ISLNK(lst.st_mode):
-        target = os.path.realpath(path)
-        prefix = f"link:{target}|"
         try:
             st = os.stat(path)
         except OSError:
-            return prefix + "dangling"
-    else:
-        st = lst
+            return f"link:{os.path.realpath(path)}|dangling"
+    key = os.fspath(path)
+    ident = _identity(lst) + _identity(st)
+    cached = _digest_cache.get(key)
+    if cached is not None and cached[0] == ident:
+        return cached[1]
+    prefix = f"link:{os.path.realpath(path)}|" if st is not lst else ""
     if stat.S_ISDIR(st.st_mode):
         return prefix + "directory"
     if not stat.S_ISREG(st.st_mode):
         return prefix + "special"
-    key = os.path.realpath(path)
-    ident = _identity(st)
-    cached = _digest_cache.get(key)
-    if cached is not None and cached[0] == ident:
-        return prefix + cached[1]
     h = hashlib.sha256()
     try:
         with open(path, "rb") as fh:
@@ -87,11 +86,11 @@ def file_digest(path: Path) -> str:
                 h.update(block)
     except OSError as exc:
         return prefix + f"unreadable:{exc.strerror}"
-    value = f"sha256:{h.hexdigest()}"
+    value = f"{prefix}sha256:{h.hexdigest()}"
     if len(_digest_cache) >= _DIGEST_CACHE_MAX:
         _digest_cache.clear()
     _digest_cache[key] = (ident, value)
-    return prefix + value
+    return value
 
 
 def settings_digest(path: Path) -> str:
