@@ -23,7 +23,11 @@ FILE_MODE = 0o600
 
 def _narrow(path: str | Path, st: os.stat_result, mode: int) -> None:
     # Only ever remove bits for group/other, and only on what we own: chmod on
-    # someone else's file would fail anyway, and a symlink is not followed.
+    # someone else's file would fail anyway, and a symlink is not followed. A
+    # sticky directory (/tmp, as ORION_DATA_DIR=/tmp would make it) is shared by
+    # design and is never narrowed: that would lock every other user out of it.
+    if st.st_mode & stat.S_ISVTX:
+        return
     if stat.S_IMODE(st.st_mode) & 0o077 and st.st_uid == os.geteuid():
         os.chmod(path, stat.S_IMODE(st.st_mode) & mode, follow_symlinks=False)
 

@@ -1,4 +1,4 @@
-"""Tracking files: one JSON line per execution in the session's events.jsonl and in analytics/hook-timing.jsonl, appended off the event loop."""
+"""Tracking files: one redacted JSON line per execution in the session's events.jsonl and in analytics/hook-timing.jsonl, appended off the event loop to private files."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hooks.private_files import FILE_MODE, private_dir
+from hooks.redaction import redact, redact_value
 from hooks.types import HookResult
 
 log = logging.getLogger("hooks.tracking")
@@ -26,7 +28,7 @@ _ENCODE = json.JSONEncoder(default=str, ensure_ascii=False).encode
 
 
 def _tracking_record(result: HookResult) -> dict[str, Any]:
-    """The one place an execution becomes a tracking record (a future secret filter hooks in here)."""
+    """The one place an execution becomes a tracking record; the caller redacts it before encoding."""
     return {
         "executionId": result.execution_id,
         "hookId": result.hook_id,
@@ -74,7 +76,8 @@ class Execution:
         dur = repr(duration)
         outcome = _str(r.outcome)
         exit_code = "null" if r.exit_code is None else str(r.exit_code)
-        error = "null" if r.error is None else _str(r.error)
+        # A failing hook's error text quotes its stderr or its input: redacted before it is encoded.
+        error = "null" if r.error is None else _str(redact(r.error))
         event_line = (
             f'{{"ts": "{ts}", "sessionId": {_str(self.session_id)}, "executionId": {_str(r.execution_id)}, {identity}, '
             f'"outcome": {outcome}, "durationMs": {dur}, "exitCode": {exit_code}, "error": {error}, '
@@ -84,7 +87,8 @@ class Execution:
         return event_line, timing_line
 
     def _encoded(self, duration: float) -> tuple[str, str]:
-        record = _tracking_record(self.result)
+        record = redact_value(_tracking_record(self.result))
+        assert isinstance(record, dict)
         ts = iso(self.ts)
         event_line = _ENCODE({"ts": ts, "sessionId": self.session_id, **record})
         timing_line = _ENCODE(
@@ -195,7 +199,7 @@ class TrackingWriter:
                     if isinstance(record.get("ts"), float):
                         record["ts"] = iso(record["ts"])
                     try:
-                        batch.setdefault(path, []).append(_ENCODE(record))
+                        batch.setdefault(path, []).append(_ENCODE(redact_value(record)))
                     except Exception as exc:  # a record that cannot be encoded is dropped, loudly
                         log.warning("tracking record dropped: %s", exc)
                 try:
@@ -204,7 +208,6 @@ class TrackingWriter:
                     break
             for path, lines in batch.items():
                 try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
                     append_lines(path, lines)
                 except OSError as exc:
                     log.warning("cannot append to %s: %s", path, exc)
@@ -212,6 +215,10 @@ class TrackingWriter:
                 waiter.set()
             if stop:
                 return
+
+
+# Directories already made private by this process (appends come from the one writer thread, or tests).
+_private_dirs: set[Path] = set()
 
 
 def append_lines(path: Path, lines: list[str]) -> None:
@@ -222,9 +229,15 @@ def append_lines(path: Path, lines: list[str]) -> None:
     lost with it. `read_records` skips such a torn line.
     """
     data = ("\n".join(lines) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    if path.parent not in _private_dirs:
+        private_dir(path.parent)  # created 0700 (missing parents too), or narrowed once per process
+        _private_dirs.add(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if st.st_mode & 0o077:
+            os.fchmod(fd, FILE_MODE)  # written by an older version with 0644: private from now on
+        size = st.st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data
         view = memoryview(data)

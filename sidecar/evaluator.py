@@ -29,6 +29,7 @@ import anyio
 import psutil
 
 from hooks.executors.evaluation import EvaluationError
+from hooks.private_files import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +156,7 @@ class SdkModelClient:
     async def complete(
         self, prompt: str, *, model: str | None, timeout_s: float, system: str | None = None
     ) -> str:
-        scratch = self.data_dir / "evaluator"
-        scratch.mkdir(parents=True, exist_ok=True)
+        scratch = private_dir(self.data_dir / "evaluator")  # Orion's data: 0700 like the rest of the data dir
         return await self._session(
             prompt, cwd=scratch, tools=[], max_turns=1, model=model, timeout_s=timeout_s, system=system
         )

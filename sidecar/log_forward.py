@@ -48,7 +48,10 @@ class FrontendLogHandler(logging.Handler):
 def _params(record: logging.LogRecord) -> dict[str, Any]:
     from hooks.redaction import redact
 
-    message = record.getMessage()
+    try:
+        message = record.getMessage()
+    except Exception:  # a record whose arguments do not fit its format must not stop forwarding
+        message = str(record.msg)
     if record.exc_info and record.exc_info[1] is not None:
         message += f" ({type(record.exc_info[1]).__name__}: {record.exc_info[1]})"
     message = redact(message)

@@ -15,17 +15,19 @@ class LineFormatter(logging.Formatter):
     """`2026-11-21T12:00:00.123Z INFO sidecar.app: message key=value`, exceptions indented below."""
 
     def format(self, record: logging.LogRecord) -> str:
+        # Tool output, hook stderr and payloads reach log lines; secrets in them must not reach the log.
+        # Each part is redacted as text *before* it is JSON-encoded (an encoded `\n` hides the next token's start).
+        from hooks.redaction import redact, redact_value
+
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
-        line = f"{stamp} {record.levelname} {record.name}: {record.getMessage()}"
+        line = f"{stamp} {record.levelname} {record.name}: {redact(record.getMessage())}"
         extra = getattr(record, "data", None)
         if isinstance(extra, dict):
-            line += " " + " ".join(f"{k}={json.dumps(v, default=str)}" for k, v in extra.items())
+            line += " " + " ".join(f"{k}={json.dumps(redact_value(v), default=str)}" for k, v in extra.items())
         if record.exc_info:
-            line += "\n" + "\n".join("    " + part for part in self.formatException(record.exc_info).splitlines())
-        # Tool output, hook stderr and payloads reach log lines; secrets in them must not reach the log file.
-        from hooks.redaction import redact
-
-        return redact(line)
+            trace = redact(self.formatException(record.exc_info))
+            line += "\n" + "\n".join("    " + part for part in trace.splitlines())
+        return line
 
 
 def configure(level: str | None = None) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hooks.private_files import write_private_json
+from hooks.redaction import redact_value
 from hooks.types import HookContext, HookOutput, HookSpecificOutput
 
 Options = dict[str, Any]
@@ -57,21 +57,12 @@ def deny(reason: str) -> HookOutput:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write-to-temp then os.replace: a reader never sees a half-written file, a crash leaves the old one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Redact, then write-to-temp and os.replace into a private file (0600, in a 0700 directory).
+
+    A reader never sees a half-written file, a crash leaves the old one, and
+    no secret reaches the disk (hooks/redaction.py: one redaction for every writer).
+    """
+    write_private_json(path, redact_value(data))
 
 
 def read_json(path: Path) -> Any | None:

@@ -21,6 +21,7 @@ from hooks.builtin.common import (
 )
 from hooks.builtin.transcript import last_messages
 from hooks.memory.tags import strip_tags
+from hooks.private_files import private_dir, touch_private
 from hooks.redaction import redact
 from hooks.types import HookContext, HookFunction, HookOutput
 
@@ -230,8 +231,8 @@ def _cleanup(data_dir: Path, max_age: float, interval: float, now: float) -> int
             return None
     except FileNotFoundError:
         pass
-    data_dir.mkdir(parents=True, exist_ok=True)
-    marker.touch()
+    private_dir(data_dir)
+    touch_private(marker)
     os.utime(marker, (now, now))
     removed = 0
     for name in (CONTINUITY_DIR, ACTIVITY_DIR, ENRICHMENT_DIR):

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio.to_thread
 
-from hooks.builtin.common import BuiltinEnv, Options, as_text, clip, context, project_key
+from hooks.builtin.common import BuiltinEnv, Options, as_text, clip, context
 from hooks.builtin.transcript import last_messages
+from hooks.memory.identity import ProjectIdentity, project_identity
 from hooks.memory.store import MemoryStore, memory_db_path, open_store
 from hooks.memory.tags import strip_tags, strip_tags_value
-from hooks.redaction import redact
+from hooks.redaction import redact, redact_value
 from hooks.types import HookContext, HookFunction, HookOutput
 
 # Low-value tools, as in claude-mem: meta tools whose use says nothing about the work.
@@ -52,7 +54,8 @@ def clean_value(value: Any, limit: int) -> str:
             return [cut(x) for x in v[:200]]
         return v
 
-    return clip(redact(as_text(strip_tags_value(cut(value)))).strip(), limit)
+    # Redacted while still a structure: once JSON-encoded, a newline inside a string is `\n` glued to the next token.
+    return clip(as_text(redact_value(strip_tags_value(cut(value)))).strip(), limit)
 
 
 def extractive(text: str, limit: int) -> str:
@@ -74,6 +77,12 @@ def _session_id(ctx: HookContext, payload: dict[str, Any]) -> str:
     return ctx.session_id or str(payload.get("session_id") or "unknown")
 
 
+async def _project(env: BuiltinEnv, ctx: HookContext, payload: dict[str, Any]) -> ProjectIdentity:
+    """The session's project identity (hooks/memory/identity.py): keyed by the real folder, not its name."""
+    base = Path(ctx.project_dir or payload.get("cwd") or ".")
+    return await anyio.to_thread.run_sync(project_identity, env.data(ctx), base)
+
+
 def _store_opener(env: BuiltinEnv):
     async def store_for(ctx: HookContext) -> MemoryStore:
         return await anyio.to_thread.run_sync(open_store, env.data(ctx))
@@ -91,15 +100,15 @@ def make_memory_context(opts: Options, env: BuiltinEnv) -> HookFunction:
         if not memory_db_path(env.data(ctx)).exists():
             return None
         store = await store_for(ctx)
-        project = project_key(ctx, payload)
+        project = await _project(env, ctx, payload)
         items = await store.run(
             lambda: store.recent_context(
-                project, exclude_session=_session_id(ctx, payload), summaries=n_summaries, observations=n_observations
+                project.id, exclude_session=_session_id(ctx, payload), summaries=n_summaries, observations=n_observations
             )
         )
         if not items.summaries and not items.observations:
             return None
-        lines = [f"Earlier work in project '{project}', from Orion's memory (newest first):"]
+        lines = [f"Earlier work in project '{project.name}', from Orion's memory (newest first):"]
         if items.summaries:
             lines.append("Session summaries:")
             for s in items.summaries:
@@ -127,7 +136,7 @@ def make_memory_session(opts: Options, env: BuiltinEnv) -> HookFunction:
             return None
         store = await store_for(ctx)
         sid = _session_id(ctx, payload)
-        project = project_key(ctx, payload)
+        project = (await _project(env, ctx, payload)).id
         number = await store.run(store.begin_prompt, sid, project)
         cleaned = clean_text(prompt, PROMPT_CHARS)
         ctx.state["memory_prompt_number"] = number
@@ -161,7 +170,8 @@ def make_memory_observe(opts: Options, env: BuiltinEnv) -> HookFunction:
         store = await store_for(ctx)
         sid = _session_id(ctx, payload)
         number = ctx.state.get("memory_prompt_number") or await store.run(store.current_prompt_number, sid)
-        await store.run(store.add_observation, sid, project_key(ctx, payload), int(number), tool, text)
+        project = (await _project(env, ctx, payload)).id
+        await store.run(store.add_observation, sid, project, int(number), tool, text)
         return None
 
     return memory_observe
@@ -196,7 +206,8 @@ def make_memory_summary(opts: Options, env: BuiltinEnv) -> HookFunction:
         store = await store_for(ctx)
         sid = _session_id(ctx, payload)
         number = ctx.state.get("memory_prompt_number") or await store.run(store.current_prompt_number, sid)
-        await store.run(store.upsert_summary, sid, project_key(ctx, payload), int(number), request, outcome)
+        project = (await _project(env, ctx, payload)).id
+        await store.run(store.upsert_summary, sid, project, int(number), request, outcome)
         return None
 
     return memory_summary

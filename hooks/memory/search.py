@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from hooks.memory.identity import lookup_project
 from hooks.memory.store import memory_db_path, open_store
 
 DEFAULT_LIMIT = 20
@@ -19,7 +20,9 @@ async def search_memory(
     """FTS5 search: `[{kind, sessionId, project, text, snippet, createdAt, score}]`, best first.
 
     `kind` is "prompt", "observation" or "summary"; `snippet` marks the matched
-    words with « »; `createdAt` is ISO 8601 UTC; a bigger `score` is a better
+    words with « »; `createdAt` is ISO 8601 UTC; `project` is the project's id
+    (hooks/memory/identity.py), and the `project` filter takes an id or the
+    project's folder path; a bigger `score` is a better
     match. The query is plain words (all required; FTS operators are not
     interpreted). An empty query or a missing database gives [].
     """
@@ -30,7 +33,9 @@ async def search_memory(
     def run() -> list[dict[str, Any]]:
         if not memory_db_path(data_dir).exists():
             return []
-        return open_store(data_dir).search(query, project=project or None, limit=limit)
+        # Memory is keyed by project id; a caller may name the project by its folder instead.
+        key = lookup_project(data_dir, project) if project else None
+        return open_store(data_dir).search(query, project=key, limit=limit)
 
     return await anyio.to_thread.run_sync(run)
 

@@ -1,4 +1,4 @@
-"""The memory store: sessions, user prompts, observations and summaries in one SQLite file (WAL, FTS5), shared per path.
+"""The memory store: sessions, user prompts, observations and summaries in one private SQLite file (WAL, FTS5), every text redacted.
 
 Exceptions:
 
@@ -13,6 +13,7 @@ simpler to reason about than a connection per thread.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
@@ -24,6 +25,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
+
+from hooks.private_files import fix_file_mode, open_private, private_dir
+from hooks.redaction import redact
 
 T = TypeVar("T")
 
@@ -131,7 +135,12 @@ class MemoryStore:
         self.path = path
         self._clock = clock
         self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Private before SQLite touches it: created 0600 here (SQLite gives its -wal/-shm the database
+        # file's mode), and files an older version left world-readable are narrowed.
+        private_dir(path.parent)
+        os.close(open_private(path, os.O_RDWR))
+        for companion in ("-wal", "-shm", "-journal"):
+            fix_file_mode(f"{path}{companion}")
         # isolation_level=None: we issue BEGIN IMMEDIATE ourselves so every write
         # takes the write lock up front instead of upgrading mid-transaction.
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
@@ -207,6 +216,7 @@ class MemoryStore:
 
     def add_prompt(self, session_id: str, project: str, prompt_number: int, text: str) -> None:
         now = self._clock()
+        text = redact(text)  # every text column passes the one redaction, whoever the caller is
 
         def tx(conn: sqlite3.Connection) -> None:
             self._ensure_session(conn, session_id, project, now)
@@ -228,6 +238,7 @@ class MemoryStore:
 
     def add_observation(self, session_id: str, project: str, prompt_number: int, tool_name: str, text: str) -> int:
         now = self._clock()
+        tool_name, text = redact(tool_name), redact(text)
 
         def tx(conn: sqlite3.Connection) -> int:
             self._ensure_session(conn, session_id, project, now)
@@ -247,6 +258,7 @@ class MemoryStore:
     def upsert_summary(self, session_id: str, project: str, prompt_number: int, request: str, outcome: str) -> None:
         """One summary per (session, prompt): a Stop that fires again for the same turn replaces it."""
         now = self._clock()
+        request, outcome = redact(request), redact(outcome)
         text = f"{request}\n{outcome}".strip()
 
         def tx(conn: sqlite3.Connection) -> None:
@@ -269,6 +281,7 @@ class MemoryStore:
     def complete_session(self, session_id: str, reason: str | None) -> bool:
         """Mark the session completed; False when no such session was ever recorded."""
         now = self._clock()
+        reason = redact(reason) if reason else reason
 
         def tx(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(

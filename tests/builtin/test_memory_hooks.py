@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from hooks.memory.identity import project_identity
 from hooks.memory.search import memory_search_method, search_memory
 from hooks.memory.store import open_store
 from tests.builtin.harness import sandbox
@@ -43,8 +44,9 @@ async def test_a_session_leaves_prompts_observations_and_a_summary_without_priva
         observations = store.observations("sess-1")
         summaries = store.summaries("sess-1")
         everything = dump(store, "sess-1")
+        project_id = project_identity(sb.data, sb.project).id
     assert session["status"] == "completed" and session["end_reason"] == "prompt_input_exit"
-    assert session["project"] == "project" and session["prompt_count"] == 1
+    assert session["project"] == project_id and session["prompt_count"] == 1
     assert [p["text"] for p in prompts] == ["Fix the flaky login test in auth_test.py"]
     assert [o["tool_name"] for o in observations] == ["Read"]  # TodoWrite is low-value and skipped
     assert "retry_login" in observations[0]["text"]
@@ -60,16 +62,20 @@ async def test_search_finds_a_stored_observation(tmp_path):
     async with sandbox(tmp_path) as sb:
         await scripted_session(sb)
         hits = await search_memory(sb.data, "retry_login")
-        by_method = await memory_search_method({"query": "login test", "project": "project", "limit": 5}, data_dir=sb.data)
+        # The project filter takes the project's folder (or its id); a bare folder name matches nothing.
+        by_method = await memory_search_method({"query": "login test", "project": str(sb.project), "limit": 5},
+                                               data_dir=sb.data)
+        by_name = await memory_search_method({"query": "login test", "project": "project"}, data_dir=sb.data)
+        project_id = project_identity(sb.data, sb.project).id
         other_project = await memory_search_method({"query": "login", "project": "elsewhere"}, data_dir=sb.data)
         private = await search_memory(sb.data, "4321")
     assert [h["kind"] for h in hits] == ["observation"]
-    assert hits[0]["sessionId"] == "sess-1" and hits[0]["project"] == "project"
+    assert hits[0]["sessionId"] == "sess-1" and hits[0]["project"] == project_id
     assert "«retry_login»" in hits[0]["snippet"]
     assert hits[0]["createdAt"].endswith("Z")
     assert {h["kind"] for h in by_method} >= {"prompt", "observation", "summary"}
     assert set(by_method[0]) == {"kind", "sessionId", "project", "text", "snippet", "createdAt", "score"}
-    assert other_project == [] and private == []
+    assert other_project == [] and private == [] and by_name == []
 
 
 @pytest.mark.asyncio

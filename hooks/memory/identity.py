@@ -1,0 +1,134 @@
+"""Which project a session's memory belongs to: an Orion-assigned random id per project folder, never the folder's name.
+
+The registry `<data dir>/projects.json` (0600) maps a folder's real path to
+`{id, name, dev, ino}`. Rules, in order:
+
+1. the real path is registered and still the same directory (device and inode
+   match): its id. A symlink to the folder resolves to the same real path.
+2. the real path is registered but now holds another directory (deleted and
+   re-cloned, or replaced): a new id. Memory never passes to a stranger that
+   took an old project's place.
+3. the path is new but a registered directory with the same device and inode
+   no longer sits at its recorded path: the folder was moved (`mv` keeps the
+   inode), so it keeps its id and the entry follows it.
+4. otherwise a new random id.
+
+Nothing read from inside the project (git remote, root commit, a marker file)
+decides identity: a cloned project writes those itself, and could name
+another project's identity to receive its memory. Consequently a copy (or a
+move across file systems) starts with empty memory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hooks.private_files import open_private, write_private_json
+
+REGISTRY_NAME = "projects.json"
+ID_PREFIX = "proj_"
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectIdentity:
+    """The key memory files a project under (`id`) and what to call it when talking to the user (`name`)."""
+
+    id: str
+    name: str
+    path: str
+
+
+_lock = threading.Lock()
+_cache: dict[tuple[str, str], tuple[ProjectIdentity, int, int]] = {}
+
+
+def registry_path(data_dir: Path) -> Path:
+    return Path(data_dir) / REGISTRY_NAME
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    projects = data.get("projects") if isinstance(data, dict) else None
+    return projects if isinstance(projects, dict) else {}
+
+
+def _same_dir(entry: dict[str, Any], st: os.stat_result) -> bool:
+    return entry.get("dev") == st.st_dev and entry.get("ino") == st.st_ino
+
+
+def _still_there(path: str, entry: dict[str, Any]) -> bool:
+    try:
+        return _same_dir(entry, os.stat(path))
+    except OSError:
+        return False
+
+
+def project_identity(data_dir: Path, project_dir: Path) -> ProjectIdentity:
+    """The identity of `project_dir`, registering it on first sight (blocking: call off the event loop)."""
+    real = os.path.realpath(project_dir)
+    st = os.stat(real)
+    key = (str(data_dir), real)
+    with _lock:
+        cached = _cache.get(key)
+        if cached is not None and (cached[1], cached[2]) == (st.st_dev, st.st_ino):
+            return cached[0]
+        identity = _register(Path(data_dir), real, st)
+        _cache[key] = (identity, st.st_dev, st.st_ino)
+        return identity
+
+
+def _register(data_dir: Path, real: str, st: os.stat_result) -> ProjectIdentity:
+    path = registry_path(data_dir)
+    # One writer at a time across sidecars sharing the data dir: read, decide and write under a lock file.
+    lock_fd = open_private(str(path) + ".lock", os.O_RDWR)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        projects = _load(path)
+        entry = projects.get(real)
+        if not (isinstance(entry, dict) and _same_dir(entry, st) and isinstance(entry.get("id"), str)):
+            entry = None
+            for old_path, old in list(projects.items()):
+                if (isinstance(old, dict) and old_path != real and _same_dir(old, st)
+                        and isinstance(old.get("id"), str) and not _still_there(old_path, old)):
+                    entry = projects.pop(old_path)  # moved: the id follows the folder
+                    break
+            if entry is None:
+                entry = {"id": ID_PREFIX + secrets.token_hex(16), "created": time.time()}
+            entry.update(name=os.path.basename(real) or real, dev=st.st_dev, ino=st.st_ino)
+            projects[real] = entry
+            write_private_json(path, {"version": 1, "projects": projects})
+        return ProjectIdentity(id=entry["id"], name=str(entry.get("name") or os.path.basename(real)), path=real)
+    finally:
+        os.close(lock_fd)
+
+
+def lookup_project(data_dir: Path, project: str) -> str:
+    """A `memory/search` project filter as stored: a registered folder path becomes its id; anything else is kept.
+
+    Never registers anything: searching must not create identities.
+    """
+    if not project or not os.path.isabs(os.path.expanduser(project)):
+        return project
+    real = os.path.realpath(os.path.expanduser(project))
+    entry = _load(registry_path(data_dir)).get(real)
+    if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+        return entry["id"]
+    return project
+
+
+def forget_cache() -> None:
+    """Drop the in-process cache (tests that move folders within one process)."""
+    with _lock:
+        _cache.clear()
