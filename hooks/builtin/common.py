@@ -56,6 +56,15 @@ def deny(reason: str) -> HookOutput:
     )
 
 
+def ask(reason: str) -> HookOutput:
+    """Send this tool call to the user's permission prompt with `reason`: a guard asks, it never approves."""
+    return HookOutput(
+        hookSpecificOutput=HookSpecificOutput(
+            hookEventName="PreToolUse", permissionDecision="ask", permissionDecisionReason=reason
+        )
+    )
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Redact, then write-to-temp and os.replace into a private file (0600, in a 0700 directory).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -28,6 +29,8 @@ INTERNAL_ENV_VARS: tuple[str, ...] = (
 
 # Every variable present in the sidecar's environment under one of these prefixes is stripped too.
 INTERNAL_ENV_PREFIXES: tuple[str, ...] = ("CLAUDE_CODE_", "ORION_", "HOOK_")
+
+log = logging.getLogger("hooks.builtin.env_isolation")
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PREFIX_MARK = "unset "
@@ -81,9 +84,9 @@ class _UnsetPrefix:
 def make_env_isolation(opts: Options, env: BuiltinEnv) -> HookFunction:
     names = tuple(opts.get("names", INTERNAL_ENV_VARS)) + tuple(opts.get("extra_names", ()))
     prefixes = tuple(opts.get("prefixes", INTERNAL_ENV_PREFIXES))
-    # Orion answers "allow" so the rewritten command runs without a second prompt;
-    # set "permissionDecision": null to leave the permission flow untouched.
-    decision = opts.get("permissionDecision", "allow")
+    if opts.get("permissionDecision") is not None:
+        # A guard rewrites, it never approves: an "allow" here would skip the user's rules and prompt.
+        log.warning("env-isolation ignores its permissionDecision option: a built-in guard never approves")
     unset = _UnsetPrefix(names, prefixes)
 
     async def env_isolation(payload: dict[str, Any], ctx: HookContext) -> HookOutput | None:
@@ -94,10 +97,11 @@ def make_env_isolation(opts: Options, env: BuiltinEnv) -> HookFunction:
         command = tool_input["command"]
         if prefix and not command.startswith(prefix):  # already isolated when the same input is fired twice
             command = prefix + command
+        # updatedInput alone: the CLI runs the rewritten command through its own permission flow (rules, then
+        # can_use_tool and the frontend's prompt), which is asked about the rewritten input (docs/SECURITY.md).
         return HookOutput(
             hookSpecificOutput=HookSpecificOutput(
                 hookEventName="PreToolUse",
-                permissionDecision=decision,
                 updatedInput={**tool_input, "command": command},
             )
         )

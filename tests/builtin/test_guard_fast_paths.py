@@ -1,4 +1,4 @@
-"""The guards' cached and fast paths answer exactly as the slow ones: env-isolation follows environment changes, protection's plain-command split matches shlex."""
+"""The guards' cached and fast paths answer exactly as the slow ones: env-isolation follows environment changes, the shell parser's plain-command path matches its full one and shlex."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hooks.builtin.protection import _split_commands, dangerous_command_reason
+from hooks.builtin.protection import dangerous_command_reason
+from hooks.builtin.shell_parse import _Parser, parse
 from tests.builtin.harness import sandbox
 
 
@@ -30,21 +31,26 @@ async def test_env_isolation_follows_variables_set_and_removed_between_calls(tmp
     assert out.stdout.strip() == "unset"
 
 
-def _shlex_split(command: str) -> list[list[str]]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    words = list(lexer)
-    return [words] if words else []
+def _words(script) -> list[list[str]]:
+    return [[w.text for w in c.words] for c in script.commands]
 
 
-PLAIN = st.text(alphabet="abz09AZ_-./=,:@%+~$*{}?[]!^ \t", max_size=40)
+PLAIN = st.text(alphabet="abz09AZ_-./=,:@%+^~ \t", max_size=40)
 
 
 @settings(max_examples=400, deadline=None)
 @given(PLAIN)
-def test_plain_commands_split_as_shlex_splits_them(command):
-    assert _split_commands(command) == _shlex_split(command)
+def test_plain_commands_split_as_the_full_parser_and_shlex_split_them(command):
+    fast = _words(parse(command))
+    assert fast == _words(_Parser(command, 0).script(0, None)[0])
+    assert fast == ([shlex.split(command)] if command.split() else [])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab $(){}[]`'\"\\;|&<>#\n*?=-~!", max_size=60))
+def test_the_parser_never_raises_on_any_text(command):
+    script = parse(command)
+    assert isinstance(script.problems, list)
 
 
 @settings(max_examples=200, deadline=None)

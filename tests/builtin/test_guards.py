@@ -20,7 +20,7 @@ async def test_env_isolation_rewrites_bash_and_the_command_still_runs(tmp_path, 
     async with sandbox(tmp_path) as sb:
         original = 'echo "key=${ANTHROPIC_API_KEY-unset} port=${ORION_INTERNAL_PORT-unset}" && echo second'
         agg = await sb.tool("PreToolUse", "Bash", {"command": original, "description": "print"})
-    assert agg.decision == "allow"
+    assert agg.decision is None  # a rewrite is not an approval: the user's rules and prompt still decide
     rewritten = agg.updated_input["command"]
     assert rewritten.endswith("; " + original)
     assert agg.updated_input["description"] == "print"  # the rest of the input is kept
@@ -30,8 +30,8 @@ async def test_env_isolation_rewrites_bash_and_the_command_still_runs(tmp_path, 
 
 
 @pytest.mark.asyncio
-async def test_env_isolation_can_leave_permissions_alone(tmp_path):
-    async with sandbox(tmp_path, {"env-isolation": {"permissionDecision": None}}) as sb:
+async def test_env_isolation_cannot_be_configured_to_approve(tmp_path):
+    async with sandbox(tmp_path, {"env-isolation": {"permissionDecision": "allow"}}) as sb:
         agg = await sb.tool("PreToolUse", "Bash", {"command": "ls"})
     assert agg.decision is None
     assert agg.updated_input["command"].endswith("; ls")
@@ -121,14 +121,15 @@ async def test_protection_denies_dangerous_bash(tmp_path, command):
 async def test_protection_allows_ordinary_bash(tmp_path, command):
     async with sandbox(tmp_path) as sb:
         agg = await sb.tool("PreToolUse", "Bash", {"command": command})
-    assert agg.decision == "allow", command  # env-isolation's allow; protection said nothing
+    assert agg.decision is None, (command, agg.reason)  # no guard approves; protection said nothing
 
 
 def test_protection_rules_directly():
     assert sensitive_file_reason(".env.sample", "/p") is None
     assert "private key" in sensitive_file_reason("id_rsa", "/p")
     assert dangerous_command_reason("rm -rf /tmp", "/p") is not None  # a top-level directory
-    assert dangerous_command_reason("rm -r ../../x", "/p") is None
+    assert dangerous_command_reason("rm -r ../../x", "/home/u/code/proj") is None
+    assert dangerous_command_reason("rm -r ../../x", "/p") is not None  # /x: a top-level directory
 
 
 # ----------------------------------------------------------------------------- document-guard

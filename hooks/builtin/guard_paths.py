@@ -1,0 +1,181 @@
+"""What a path is to the guards: a secret, a system or git-internal file, Orion's own state, or the project's hook machinery."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from hooks import paths as orion_paths
+
+# `.env` templates hold placeholders and are meant to be committed.
+ENV_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
+PRIVATE_KEY_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk"})
+# Always a key or certificate store, whatever is inside.
+KEY_SUFFIXES = (".pem", ".p12", ".pfx", ".jks", ".keystore", ".ppk", ".gpg", ".p8")
+# Also a Keynote deck (`.key`) or an AsciiDoc file (`.asc`): decided by content, else by context.
+AMBIGUOUS_KEY_SUFFIXES = (".key", ".asc")
+_KEY_MARKERS = (b"PRIVATE KEY-----", b"BEGIN PGP PRIVATE KEY BLOCK", b"BEGIN PGP MESSAGE", b"BEGIN OPENSSH PRIVATE KEY")
+_KEY_DIR_HINTS = frozenset({".ssh", "ssl", "tls", "certs", "cert", "certificates", "keys", "private", "secrets", "pki"})
+_KEY_STEM_HINTS = frozenset({"private", "privkey", "server", "client", "tls", "ssl", "signing", "key", "master"})
+CREDENTIAL_NAMES = frozenset(
+    {".netrc", ".pgpass", ".npmrc", ".pypirc", ".git-credentials", ".htpasswd", "credentials", "credentials.json",
+     "secrets.json", "secrets.yaml", "secrets.yml", "service-account.json", ".dockercfg", ".envrc"}
+)
+CREDENTIAL_DIRS = (".ssh", ".gnupg", ".aws", ".kube", ".docker", ".azure", ".config/gcloud")
+SYSTEM_DIRS = (
+    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev", "/proc", "/sys",
+    "/root", "/var/lib", "/var/log", "/opt/homebrew", "/System", "/Library", "/private/etc", "/private/var/db",
+)
+HARMLESS_DEVICES = ("/dev/null", "/dev/tty", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/fd/", "/dev/shm/",
+                    "/dev/zero", "/dev/random", "/dev/urandom")
+# Files every new shell of the user runs: editing them changes what runs later.
+SHELL_STARTUP = frozenset({".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile",
+                           ".zlogin", ".kshrc", ".cshrc", ".tcshrc"})
+# Names a glob is tried against: `rm .env*` or `find -name 'id_*' -delete` reach secrets by pattern.
+_SAMPLE_SECRETS = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519", "credentials", ".npmrc",
+                   ".netrc", ".git-credentials", "secrets.json", "server.pem")
+
+
+def normalise(path: str, cwd: str, home: str) -> str:
+    if path == "~" or path.startswith("~/"):
+        path = home + path[1:]
+    if not posixpath.isabs(path):
+        path = posixpath.join(cwd, path)
+    return posixpath.normpath(path)
+
+
+def under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _is_key(full: str, content: str | None) -> bool:
+    name = posixpath.basename(full)
+    lower = name.lower()
+    if name in PRIVATE_KEY_NAMES or lower.endswith(KEY_SUFFIXES):
+        return True
+    if not lower.endswith(AMBIGUOUS_KEY_SUFFIXES):
+        return False
+    if content is not None:
+        return any(m.decode() in content for m in _KEY_MARKERS)
+    try:
+        if os.path.isdir(full):
+            return False  # a Keynote package
+        with open(full, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        head = None
+    if head is not None:
+        return any(m in head for m in _KEY_MARKERS)
+    # Not there yet: judge by where it goes and what it is called.
+    parent = posixpath.basename(posixpath.dirname(full)).lower()
+    stem = lower.rsplit(".", 1)[0]
+    return parent in _KEY_DIR_HINTS or stem in _KEY_STEM_HINTS or stem.endswith(("_key", "-key", ".priv", "_rsa"))
+
+
+def secret_reason(full: str, home: str, content: str | None = None) -> str | None:
+    """Why `full` (normalised) holds secrets, or None."""
+    name = posixpath.basename(full)
+    lower = name.lower()
+    if lower == ".env" or (lower.startswith(".env.") and not lower.endswith(ENV_TEMPLATE_SUFFIXES)) or (
+        lower.endswith(".env") and not lower.endswith(ENV_TEMPLATE_SUFFIXES)
+    ):
+        return f"{name} holds environment secrets"
+    if lower in CREDENTIAL_NAMES or (lower.startswith("service-account") and lower.endswith(".json")):
+        return f"{name} is a credentials file"
+    for cred in CREDENTIAL_DIRS:
+        if under(full, posixpath.join(home, cred)) or f"/{cred}/" in full:
+            return f"{cred}/ holds credentials"
+    if _is_key(full, content):
+        return f"{name} looks like a private key or certificate store"
+    return None
+
+
+def pattern_reason(pattern_full: str, home: str) -> str | None:
+    """Why a glob might reach secrets (`rm .env*`), or None."""
+    base = posixpath.basename(pattern_full)
+    for sample in _SAMPLE_SECRETS:
+        if fnmatch.fnmatchcase(sample, base):
+            return f"the pattern {base} matches secret files such as {sample}"
+    return None
+
+
+@dataclass(slots=True, frozen=True)
+class GuardPaths:
+    """The places one guard call protects, computed once per call from the session and the environment."""
+
+    home: str
+    project: str
+    orion_dirs: tuple[tuple[str, str], ...]  # (directory, what it is)
+
+    @classmethod
+    def for_call(cls, project_dir: Any, data_dir: Any, transcript_path: Any) -> GuardPaths:
+        home = os.path.expanduser("~")
+        dirs: list[tuple[str, str]] = []
+
+        def add(path: Any, what: str) -> None:
+            if path:
+                full = posixpath.normpath(os.path.expanduser(str(path)))
+                if full not in ("/", home) and all(d != full for d, _ in dirs):
+                    dirs.append((full, what))
+
+        add(orion_paths.data_dir(), "Orion's data directory (trust, memory, tracking)")
+        add(data_dir, "Orion's data directory (trust, memory, tracking)")
+        add(orion_paths.user_settings_path().parent, "Orion's user settings")
+        add(os.environ.get("CLAUDE_CONFIG_DIR"), "the Claude configuration directory")
+        add(posixpath.join(home, ".claude"), "the Claude configuration directory")
+        add(posixpath.join(home, ".claude.json"), "the Claude configuration file")
+        transcript = str(transcript_path or "")
+        if "/projects/" in transcript:
+            # <config dir>/projects/<project>/<session>.jsonl: the session's own Claude config dir.
+            add(transcript.rsplit("/projects/", 1)[0], "this session's Claude configuration directory")
+        project = posixpath.normpath(str(project_dir)) if project_dir else ""
+        return cls(home=home, project=project, orion_dirs=tuple(dirs))
+
+    def orion_reason(self, full: str) -> str | None:
+        for root, what in self.orion_dirs:
+            if under(full, root):
+                if self.project and under(self.project, root) and under(full, self.project):
+                    continue  # a project kept inside such a directory is still the project
+                return f"{full} is part of {what}; the agent must not change Orion's own files"
+        return None
+
+    def machinery_reason(self, full: str) -> str | None:
+        """Why a write to `full` changes what runs: the project's hook machinery, or a shell's startup file."""
+        if self.project and under(full, self.project):
+            rel = full[len(self.project):].lstrip("/")
+            if rel == ".mcp.json" or rel == ".claude/hook-overrides.json" or rel.startswith(".claude/hooks/") or (
+                rel.startswith(".claude/settings") and rel.endswith(".json") and "/" not in rel[len(".claude/"):]
+            ):
+                return (f"{rel} is part of the project's hook machinery: editing it changes what runs "
+                        "in this and later sessions")
+        if posixpath.dirname(full) == self.home and posixpath.basename(full) in SHELL_STARTUP:
+            return f"{posixpath.basename(full)} runs in every new shell: editing it changes what runs later"
+        return None
+
+    def write_verdict(self, full: str, content: str | None = None) -> tuple[str, str] | None:
+        """("deny"|"ask", why) for changing the file `full` (normalised), or None when the guard has nothing to say."""
+        if full.startswith(HARMLESS_DEVICES):
+            return None
+        why = self.orion_reason(full)
+        if why:
+            return "deny", why
+        why = secret_reason(full, self.home, content)
+        if why:
+            return "deny", why
+        parts = full.split("/")
+        if ".git" in parts[:-1]:
+            return "deny", "files inside .git are git's internal state (config, hooks, objects)"
+        for sysdir in SYSTEM_DIRS:
+            if under(full, sysdir):
+                return "deny", f"{sysdir} is a system directory"
+        why = self.machinery_reason(full)
+        if why:
+            return "ask", why
+        return None
+
+    def is_orion_or_machinery(self, full: str) -> bool:
+        return bool(self.orion_reason(full) or self.machinery_reason(full))
+
