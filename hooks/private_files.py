@@ -14,6 +14,7 @@ import json
 import os
 import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,42 @@ def private_dir(path: str | Path) -> Path:
     elif not stat.S_ISLNK(st.st_mode):
         raise NotADirectoryError(f"{path} exists and is not a directory")
     return path
+
+
+_checked_data_dirs: set[str] = set()
+_checked_lock = threading.Lock()
+
+
+def private_data_dir(data_dir: str | Path) -> Path:
+    """Make Orion's data dir private: the dir itself 0700 and each entry directly in it 0700 / 0600.
+
+    Done once per process and data dir (a scandir of the top level), so files and
+    directories created before this version, or by code that did not use these
+    helpers (`sessions/` and `cli-home/` of an older sidecar), are narrowed the
+    first time a writer opens the data dir. Deeper entries sit behind 0700 dirs.
+    """
+    data_dir = Path(data_dir)
+    key = os.path.abspath(data_dir)
+    with _checked_lock:
+        if key in _checked_data_dirs and data_dir.is_dir():
+            return data_dir
+    private_dir(data_dir)
+    try:
+        entries = list(os.scandir(data_dir))
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                _narrow(entry.path, st, DIR_MODE)
+            elif stat.S_ISREG(st.st_mode):
+                _narrow(entry.path, st, FILE_MODE)
+        except OSError:
+            continue  # removed meanwhile, or not ours
+    with _checked_lock:
+        _checked_data_dirs.add(key)
+    return data_dir
 
 
 def fix_file_mode(path: str | Path) -> None:

@@ -21,7 +21,7 @@ from hooks.builtin.common import (
 )
 from hooks.builtin.transcript import last_messages
 from hooks.memory.tags import strip_tags
-from hooks.private_files import private_dir, touch_private
+from hooks.private_files import private_data_dir, touch_private
 from hooks.redaction import redact
 from hooks.types import HookContext, HookFunction, HookOutput
 
@@ -231,7 +231,7 @@ def _cleanup(data_dir: Path, max_age: float, interval: float, now: float) -> int
             return None
     except FileNotFoundError:
         pass
-    private_dir(data_dir)
+    private_data_dir(data_dir)
     touch_private(marker)
     os.utime(marker, (now, now))
     removed = 0

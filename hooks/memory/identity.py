@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hooks.private_files import open_private, write_private_json
+from hooks.private_files import open_private, private_data_dir, write_private_json
 
 REGISTRY_NAME = "projects.json"
 ID_PREFIX = "proj_"
@@ -90,7 +90,7 @@ def project_identity(data_dir: Path, project_dir: Path) -> ProjectIdentity:
 
 
 def _register(data_dir: Path, real: str, st: os.stat_result) -> ProjectIdentity:
-    path = registry_path(data_dir)
+    path = registry_path(private_data_dir(data_dir))
     # One writer at a time across sidecars sharing the data dir: read, decide and write under a lock file.
     lock_fd = open_private(str(path) + ".lock", os.O_RDWR)
     try:

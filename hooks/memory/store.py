@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from hooks.private_files import fix_file_mode, open_private, private_dir
+from hooks.private_files import fix_file_mode, open_private, private_data_dir
 from hooks.redaction import redact
 
 T = TypeVar("T")
@@ -137,7 +137,7 @@ class MemoryStore:
         self._lock = threading.Lock()
         # Private before SQLite touches it: created 0600 here (SQLite gives its -wal/-shm the database
         # file's mode), and files an older version left world-readable are narrowed.
-        private_dir(path.parent)
+        private_data_dir(path.parent)
         os.close(open_private(path, os.O_RDWR))
         for companion in ("-wal", "-shm", "-journal"):
             fix_file_mode(f"{path}{companion}")
