@@ -18,7 +18,7 @@ _WRITES = re.compile(
     r"shutil\.|\.unlink\(|\.rename\(|\.touch\(|\.rmdir\(|\.chmod\(|\bunlink\b|\brename\b|rmtree|\btruncate\b|"
     r"File\.(?:write|delete|unlink|rename|chmod|open\s*\([^)]{0,300}['\"][wa])|FileUtils\.|IO\.write|"
     r"fs\.\w{0,20}(?:[Ww]rite|[Aa]ppend|[Uu]nlink|[Rr]m|[Rr]ename|[Cc]opy|[Cc]hmod|[Tt]runcate|[Mm]kdir|[Ss]ymlink)|"
-    r"file_put_contents|fopen\s*\([^)]{0,300}['\"][wax]|\bcopy\s*\(|"
+    r"[Ww]riteFile|appendFile|rmSync|renameSync|copyFileSync|truncateSync|symlinkSync|file_put_contents|fopen\s*\([^)]{0,300}['\"][wax]|\bcopy\s*\(|"
     r"open\s*\(?\s*(?:my\s+)?[$\w]{0,40}\s*,\s*['\"]\s*\+?>|open\s*\(?\s*[$\w]{1,40}\s*,\s*['\"]>"
 )
 _NETWORK = re.compile(
@@ -32,7 +32,7 @@ _SHELL = re.compile(
 # Code that runs other code given as data: the scan cannot see what that is.
 _RUNS = re.compile(
     r"\b(?:exec|eval|compile)\s*\(|\beval\b|__import__\s*\(\s*[^'\"\s]|getattr\s*\(|globals\s*\(\)|"
-    r"\bFunction\s*\(|require\s*\(\s*[^'\"\s)]|\bload\s*\("
+    r"\bFunction\s*\(|require\s*\(\s*[^'\"\s)]|\bloadstring\s*\("
 )
 # Text decoded at run time: harmless alone, unreadable when it reaches a write, a socket or a shell.
 _DECODES = re.compile(

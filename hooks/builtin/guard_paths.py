@@ -44,7 +44,8 @@ def normalise(path: str, cwd: str, home: str) -> str:
         path = home + path[1:]
     if not posixpath.isabs(path):
         path = posixpath.join(cwd, path)
-    return posixpath.normpath(path)
+    path = posixpath.normpath(path)
+    return "/" + path.lstrip("/") if path.startswith("//") else path  # `//` is `/` on every system we run on
 
 
 def under(path: str, root: str) -> bool:

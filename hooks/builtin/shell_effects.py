@@ -216,7 +216,7 @@ def _delete(word: Word, scope: Scope, found: Findings, recursive: bool) -> None:
             found.ask(f"it recursively deletes {value} in a directory only known when it runs")
         _write(word, scope, found, "deletes")
         return
-    if recursive or stripped != value:
+    if recursive:
         why = _dangerous_tree(full, scope)
         if why:
             found.deny(f"it deletes {value}, which is {why}")
@@ -504,9 +504,11 @@ def _in_place(prog, args, scope, found, stage, upstream, stdin_body) -> None:
         ops = _operands(args, ("-e", "-f", "--expression", "--file", "-l", "--line-length"))
         files = ops if has_script_flag else ops[1:]
     else:
+        ops = _operands(args, ("-i", "-f", "-v", "--include", "--file", "--assign", "-F"))
+        if ops and "-f" not in texts:
+            _judge_code(prog, ops[0].text, scope, found)  # awk's system(), like any one-liner's
         if "inplace" not in texts:
             return
-        ops = _operands(args, ("-i", "-f", "-v", "--include", "--file", "--assign"))
         files = ops[1:] if "-f" not in texts else ops
     for w in files:
         _write(w, scope, found)
