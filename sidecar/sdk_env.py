@@ -3,27 +3,45 @@
 Exceptions::
 
     ModelConfigError(ValueError)     no usable model: no API key and no scripted scenario
-    └── ScenarioNotFound             ``scripted:<x>`` names no scenario file
+    ├── ScenarioNotFound             ``scripted:<x>`` names no file
+    ├── NotAScenario                 it names a file that is no scenario file (suffix, kind, size, permissions)
+    └── InvalidScenario              a scenario file that does not follow the format
+
+None of their messages quote the file: ``scripted:/etc/shadow`` must not echo the file back to whoever asked.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from sidecar.scripted_model.scenario import ScenarioError
 from sidecar.scripted_model.server import ScriptedModelServer, get_or_start, shared_server
 
 SCRIPTED_PREFIX = "scripted:"
 SCENARIO_SUFFIXES = (".yaml", ".yml", ".json")
+SCENARIO_MAX_BYTES = 8 * 1024 * 1024
 EXAMPLE_SCENARIOS = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
 
 
 class ModelConfigError(ValueError):
     """The session cannot reach any model with the given settings."""
 
+    reason = "modelUnavailable"
+
 
 class ScenarioNotFound(ModelConfigError):
-    pass
+    reason = "scenarioNotFound"
+
+
+class NotAScenario(ModelConfigError):
+    reason = "notAScenario"
+
+
+class InvalidScenario(ModelConfigError):
+    reason = "invalidScenario"
 
 
 # Variables that make the CLI talk only to the scripted server (REFERENCE.md: the CLI runs offline).
@@ -44,18 +62,40 @@ def scenario_dirs() -> list[Path]:
     return dirs
 
 
+def _is_scenario_name(path: Path) -> bool:
+    return path.suffix.lower() in SCENARIO_SUFFIXES
+
+
 def resolve_scenario(name_or_path: str) -> Path:
-    """A scenario name (``demo``) is looked up in the scenario directories first, then taken as a path."""
+    """A scenario name (``demo``) is looked up in the scenario directories first, then taken as a path.
+
+    Only a readable regular file with a scenario suffix (after symlinks are followed, too) qualifies:
+    anything else is refused by name, before a byte of it is read.
+    """
     if name_or_path and "/" not in name_or_path and os.sep not in name_or_path:
+        names = [name_or_path] if _is_scenario_name(Path(name_or_path)) else [name_or_path + s for s in SCENARIO_SUFFIXES]
         for directory in scenario_dirs():
-            for candidate in [directory / name_or_path, *(directory / (name_or_path + s) for s in SCENARIO_SUFFIXES)]:
+            for candidate in (directory / name for name in names):
                 if candidate.is_file():
-                    return candidate.resolve()
+                    return _checked(candidate, name_or_path)
     path = Path(name_or_path).expanduser()
-    if path.is_file():
-        return path.resolve()
+    if path.exists() or path.is_symlink():
+        return _checked(path, name_or_path)
     searched = ", ".join(str(d) for d in scenario_dirs())
     raise ScenarioNotFound(f"scenario {name_or_path!r} not found (looked in {searched} and as a path)")
+
+
+def _checked(path: Path, asked: str) -> Path:
+    resolved = path.resolve()
+    if not (_is_scenario_name(path) and _is_scenario_name(resolved)):
+        raise NotAScenario(f"{asked!r} is not a scenario file: a scenario is a .yaml, .yml or .json file")
+    if not resolved.is_file():
+        raise NotAScenario(f"{asked!r} is not a scenario file: not a regular file")
+    if not os.access(resolved, os.R_OK):
+        raise NotAScenario(f"{asked!r} is not a scenario file: not readable")
+    if resolved.stat().st_size > SCENARIO_MAX_BYTES:
+        raise NotAScenario(f"{asked!r} is not a scenario file: larger than {SCENARIO_MAX_BYTES // (1024 * 1024)} MiB")
+    return resolved
 
 
 def scripted_log_path(scenario: Path) -> Path | None:
@@ -85,15 +125,87 @@ def build_model_env(
 ) -> tuple[dict[str, str], str | None, ScriptedModelServer | None]:
     """Return ``(env for the CLI, model name for the SDK or None for its default, scripted server or None)``.
 
-    ``env`` holds only the variables to set on top of the inherited environment
-    (the SDK merges ``options.env`` over ``os.environ``).
+    ``env`` holds only what the model connection needs; ``cli_environment`` adds the rest of what the CLI may see.
     """
     if model and model.startswith(SCRIPTED_PREFIX):
         scenario = resolve_scenario(model[len(SCRIPTED_PREFIX) :].strip())
-        url = get_or_start(scenario, log_path=scripted_log_path(scenario))
+        try:
+            url = get_or_start(scenario, log_path=scripted_log_path(scenario))
+        except ScenarioError as exc:
+            raise InvalidScenario(str(exc)) from None
         # One CLI home per session: the CLI writes ~/.claude.json and transcripts there, and two
         # sessions rewriting one config file at once is a race we do not need.
         return offline_env(url, Path(data_dir) / "cli-home" / session_id), None, shared_server(scenario)
     if not os.environ.get("ANTHROPIC_API_KEY"):
         raise ModelConfigError("no ANTHROPIC_API_KEY: use model 'scripted:<scenario>' (e.g. 'scripted:demo')")
     return {}, (model or None), None
+
+
+# --------------------------------------------------------------------------- the CLI's environment
+
+# What the CLI (and so every Bash command it runs) may inherit from the sidecar. An allow-list: the
+# sidecar's environment holds Orion's secrets and the tokens http hooks send, and the SDK would hand
+# all of it to the CLI (it merges options.env over os.environ).
+CLI_ENV_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "TMPDIR", "TZ", "LANG", "LANGUAGE",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "CLAUDE_CONFIG_DIR", "MAX_THINKING_TOKENS", "MCP_TIMEOUT", "MCP_TOOL_TIMEOUT",
+    "BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS", "BASH_MAX_OUTPUT_LENGTH",
+    "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING", "DISABLE_BUG_COMMAND",
+})
+# ANTHROPIC_*: the model connection (key, base URL, auth token, model names); CLAUDE_CODE_*: the CLI's own
+# switches (provider choice, OAuth token, traffic); LC_*: locale.
+CLI_ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_CODE_", "LC_")
+# A third-party provider's credentials pass only when the user chose that provider.
+PROVIDER_ENV = {
+    "CLAUDE_CODE_USE_BEDROCK": ("AWS_",),
+    "CLAUDE_CODE_USE_VERTEX": ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUD_ML_REGION", "VERTEX_REGION_", "GCLOUD_PROJECT"),
+}
+# Never to the CLI, whatever matches above or the user lists: the sidecar's own configuration and secrets.
+NEVER_PREFIXES = ("ORION_",)
+# Names the user wants the CLI to have besides the above (space- or comma-separated), e.g. a build tool's setting.
+PASS_VAR = "ORION_CLI_ENV_PASS"
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def cli_environment(
+    model_env: Mapping[str, str],
+    *,
+    base: Mapping[str, str] | None = None,
+    withheld: Iterable[str] = (),
+) -> dict[str, str]:
+    """The whole environment the CLI starts with: the allow-listed part of ``base`` (the sidecar's), then ``model_env``.
+
+    ``withheld`` names (e.g. every ``allowedEnvVars`` entry of the session's http hooks) never pass, even when
+    an allow rule or the user's ``ORION_CLI_ENV_PASS`` names them.
+    """
+    base = os.environ if base is None else base
+    never = set(withheld)
+    extra = {name for name in re.split(r"[\s,]+", base.get(PASS_VAR, "")) if _NAME.match(name)}
+    providers = tuple(p for switch, prefixes in PROVIDER_ENV.items() if _truthy(base.get(switch)) for p in prefixes)
+
+    def allowed(name: str) -> bool:
+        if name in never or name.startswith(NEVER_PREFIXES):
+            return False
+        return name in CLI_ENV_NAMES or name in extra or name.startswith(CLI_ENV_PREFIXES + providers)
+
+    env = {name: value for name, value in base.items() if allowed(name)}
+    env.update({name: value for name, value in model_env.items() if name not in never})
+    return env
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def hook_env_names(specs: Iterable[object]) -> set[str]:
+    """Every variable a hook is allowed to read for itself (http hooks' ``allowedEnvVars``): tokens meant for hooks."""
+    names: set[str] = set()
+    for spec in specs:
+        config = getattr(spec, "config", None)
+        listed = config.get("allowedEnvVars") if isinstance(config, dict) else getattr(config, "allowedEnvVars", None)
+        names.update(str(name) for name in listed or ())
+    return names

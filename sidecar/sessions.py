@@ -179,7 +179,8 @@ class SessionManager:
         try:
             env, model_name, _server = build_model_env(model, data_dir, sid)
         except ModelConfigError as exc:
-            raise ModelUnavailable(str(exc), data={"model": model}) from exc
+            # The message names the problem, never the file's content (sdk_env); data.reason says which problem.
+            raise ModelUnavailable(str(exc), data={"model": model, "reason": exc.reason}) from None
 
         hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir)
         notify = self._notify

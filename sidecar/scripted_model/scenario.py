@@ -8,10 +8,14 @@ generation, one-shot evaluations). See docs/SCRIPTED_MODEL.md.
 Exceptions::
 
     ScenarioError(ValueError)        the file is missing, unreadable or invalid
+
+Error messages name the file, the place in it and the rule broken, never its content: a path that is
+not a scenario (``/etc/shadow``) must not come back, even in part, in an error or a log line.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -118,7 +122,7 @@ class When(_Strict):
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
+                raise ValueError(f"invalid regular expression: {exc}") from None
         return pattern
 
     @model_validator(mode="after")
@@ -155,10 +159,21 @@ class Scenario(_Strict):
 # --------------------------------------------------------------------------- loading
 
 
+def _known_keys() -> frozenset[str]:
+    models: tuple[type[BaseModel], ...] = (Scenario, Rule, When, Reply, Block, ToolUse, Usage)
+    return frozenset(name for model in models for name in model.model_fields)
+
+
 def _format_loc(loc: tuple[Any, ...]) -> str:
+    known = _known_keys()
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        # A key the format does not know is the file's content, not ours to repeat.
+        name = str(part) if str(part) in known else "<unknown key>"
+        out += f".{name}" if out else name
     return out or "(top level)"
 
 
@@ -168,11 +183,32 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
         return Scenario.model_validate(data)
     except ValidationError as exc:
         lines = []
-        for err in exc.errors():
+        for err in exc.errors(include_input=False, include_url=False):
             # Pydantic reports the shorthand-coercion step as a loc part; it means nothing to an author.
             loc = tuple(p for p in err["loc"] if not str(p).startswith("function-"))
-            lines.append(f"  {source}: {_format_loc(loc)}: {err['msg']}")
-        raise ScenarioError(f"invalid scenario {source}:\n" + "\n".join(lines)) from None
+            message = _unknown_key_message(err["loc"]) if err["type"] == "extra_forbidden" else err["msg"]
+            lines.append(f"  {source}: {_format_loc(loc)}: {message}")
+        shown = lines[:_MAX_ERRORS_SHOWN]
+        if len(lines) > len(shown):
+            shown.append(f"  ... and {len(lines) - len(shown)} more")
+        raise ScenarioError(f"invalid scenario {source}:\n" + "\n".join(shown)) from None
+
+
+_MAX_ERRORS_SHOWN = 20
+
+
+def _unknown_key_message(loc: tuple[Any, ...]) -> str:
+    """Help with a typo by naming the format's key it resembles; the unknown key itself is not repeated."""
+    close = difflib.get_close_matches(str(loc[-1]) if loc else "", sorted(_known_keys()), n=1, cutoff=0.75)
+    return f"unknown key (did you mean {close[0]!r}?)" if close else "unknown key, not part of the scenario format"
+
+
+def _yaml_where(exc: yaml.YAMLError) -> str:
+    """Line and column of a YAML error, and the parser's complaint with any quoted text of the file cut out."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", str(getattr(exc, "problem", "") or ""))
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f": {problem}{where}" if problem else where
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -184,8 +220,10 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"cannot read scenario {path}: {exc.strerror or exc}") from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise ScenarioError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not valid YAML{_yaml_where(exc)}") from None
     if data is None:
         data = {}
     if isinstance(data, dict) and "name" not in data:
