@@ -87,15 +87,78 @@ _UNPREFIXED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("telegram-bot-token", r"[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}" + _END, ":AA"),
     ("mailchimp-api-key", r"[0-9a-f]{32}-us[0-9]{1,2}" + _END, "-us"),
 )
-# No capture groups in the alternation: sre then rejects an alternative on its first (literal) character
-# without entering it, which makes one try cost a fraction of a microsecond. The kind is looked up after a hit.
-_TOKEN_AT = re.compile("|".join(f"(?:{rx})" for _, rx in _TOKEN_KINDS))
-_TOKEN_AT_ALL = re.compile("|".join(f"(?:{rx})" for _, rx in (*_TOKEN_KINDS, *((k, rx) for k, rx, _ in _UNPREFIXED_KINDS))))
-_KIND_OF = tuple((kind, re.compile(rx)) for kind, rx in (*_TOKEN_KINDS, *((k, rx) for k, rx, _ in _UNPREFIXED_KINDS)))
+_ALL_KINDS: tuple[tuple[str, str], ...] = (*_TOKEN_KINDS, *((k, rx) for k, rx, _ in _UNPREFIXED_KINDS))
+_KIND_OF = tuple((kind, re.compile(rx)) for kind, rx in _ALL_KINDS)
+_RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.+/=~:%")
+
+
+def _first_chars(rx: str) -> frozenset[str]:
+    """The characters a match of `rx` can start with (every run character when that cannot be worked out)."""
+    try:
+        from re import _constants as c  # type: ignore[attr-defined]
+        from re import _parser as parser  # type: ignore[attr-defined]
+    except ImportError:  # another Python's internals: correct, only slower
+        return _RUN_CHARS
+
+    def first(items: list) -> set[str] | None:
+        if not items:
+            return None
+        op, av = items[0]
+        if op is c.LITERAL:
+            return {chr(av)}
+        if op is c.SUBPATTERN:
+            return first(list(av[3]))
+        if op is c.BRANCH:
+            out: set[str] = set()
+            for alternative in av[1]:
+                found = first(list(alternative))
+                if found is None:
+                    return None
+                out |= found
+            return out
+        if op is c.IN:
+            out = set()
+            for item_op, item in av:
+                if item_op is c.LITERAL:
+                    out.add(chr(item))
+                elif item_op is c.RANGE:
+                    out.update(chr(x) for x in range(item[0], item[1] + 1))
+                else:
+                    return None
+            return out
+        return None
+
+    try:
+        found = first(list(parser.parse(rx)))
+    except Exception:
+        found = None
+    return frozenset(found) if found else _RUN_CHARS
+
+
+def _by_first_char(kinds: tuple[tuple[str, str], ...]) -> dict[str, re.Pattern[str]]:
+    # One small alternation per first character, in table order: a segment start tries only the formats
+    # that can begin with its character. No capture groups, so sre's branch op rejects an alternative on
+    # its first literal without entering it; the kind is looked up after a hit.
+    groups: dict[str, list[str]] = {}
+    for _, rx in kinds:
+        for ch in _first_chars(rx):
+            groups.setdefault(ch, []).append(rx)
+    return {ch: re.compile("|".join(f"(?:{rx})" for rx in rxs)) for ch, rxs in groups.items()}
+
+
+def _candidates(table: dict[str, re.Pattern[str]]) -> re.Pattern[str]:
+    # A word start whose first character begins some format; `n`, `r`, `t` also for an escape (`\nAKIA…`).
+    chars = "".join(sorted(set(table) | set("nrt")))
+    return re.compile(r"(?<![A-Za-z0-9_])[" + re.escape(chars).replace("]", r"\]") + "]")
+
+
+_TOKEN_AT = _by_first_char(_TOKEN_KINDS)
+_TOKEN_AT_ALL = _by_first_char(_ALL_KINDS)
+_CANDIDATE = _candidates(_TOKEN_AT)
+_CANDIDATE_ALL = _candidates(_TOKEN_AT_ALL)
 # Every token above is one unbroken run of these characters, at least this long (the two header kinds,
 # `Bearer x` / `Basic x`, contain a space and are found from their keyword instead).
 _RUN = re.compile(r"[A-Za-z0-9_\-.+/=~:%]{15,}")
-_SEGMENT = re.compile(r"[A-Za-z0-9_]+")
 _HEADER_TOKENS = re.compile(
     r"(?P<bearer>(?i:bearer)\s+[A-Za-z0-9_\-.=+/~]{20,})|(?P<basic>(?i:basic)\s+[A-Za-z0-9+/]{12,}={0,2}" + _END + ")"
 )
@@ -216,21 +279,27 @@ def _kind_of(token: str) -> str:
 
 
 def _token_findings(text: str) -> list[Finding]:
-    # A regex alternation tried at every character costs ~1 ms per KiB; instead the cheap character-class
-    # scans find the long runs, and the alternation is tried only where a token can start inside one:
-    # at a word start, or right after an escape such as `\n` (where the `n` glued onto the token).
+    # A regex alternation tried at every character costs ~1 ms per KiB; instead cheap scans find the long
+    # runs, then the word starts inside them whose first character begins some format, and only the formats
+    # beginning with that character are tried there, or right after an escape such as `\n` (the escaped
+    # newline of a tool's second line glued `n` onto the token and defeated a plain word boundary).
     found: list[Finding] = []
-    match = (_TOKEN_AT_ALL if any(marker in text for _, _, marker in _UNPREFIXED_KINDS) else _TOKEN_AT).match
+    if any(marker in text for _, _, marker in _UNPREFIXED_KINDS):
+        table, candidates = _TOKEN_AT_ALL, _CANDIDATE_ALL
+    else:
+        table, candidates = _TOKEN_AT, _CANDIDATE
     for run in _RUN.finditer(text):
         done = run.start()
         end = run.end()
-        for seg in _SEGMENT.finditer(text, run.start(), end):
+        for seg in candidates.finditer(text, run.start(), end):
             start = seg.start()
             if start < done:
                 continue
-            m = match(text, start)
-            if m is None and start and text[start - 1] == "\\" and text[start] in "nrt":
-                m = match(text, start + 1)
+            pattern = table.get(text[start])
+            m = pattern.match(text, start) if pattern is not None else None
+            if m is None and start and text[start - 1] == "\\" and text[start] in "nrt" and start + 1 < end:
+                pattern = table.get(text[start + 1])
+                m = pattern.match(text, start + 1) if pattern is not None else None
             if m is None:
                 continue
             value = m.group()
