@@ -1,0 +1,145 @@
+"""The conformance cases: one settings file of probe hooks, what each probe does, a scripted model, a prompt.
+
+Each case runs twice, once on the bare bundled CLI (the CLI runs the hooks from
+the project's settings itself) and once through `python -m sidecar` (the
+sidecar runs them); `tests/conformance/compare.py` says where the two differ.
+Tags name probe invocations; `probe.py` records each and behaves as
+`behaviours[tag]` says (exit code, stdout, stderr, sleep, signal, env_file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+BASH = {"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran > ran.txt", "description": "mark"}}}
+BASH_ECHO = {"tool_use": {"name": "Bash", "input": {"command": "echo hello-from-bash", "description": "echo"}}}
+FINAL = "All done."
+
+
+@dataclass(slots=True, frozen=True)
+class Case:
+    name: str
+    # {event: [(matcher or None, [tag, ...]), ...]}
+    hooks: dict[str, list[tuple[str | None, list[str]]]]
+    behaviours: dict[str, dict[str, Any]] = field(default_factory=dict)
+    turns: list[Any] = field(default_factory=lambda: [[BASH], FINAL])
+    prompt: str = "please do the task"
+    timeouts: dict[str, float] = field(default_factory=dict)  # per tag, seconds
+    allowed_tools: tuple[str, ...] = ("Bash", "Write", "Read", "Edit")
+    note: str = ""
+
+    def settings(self, probe_command: str) -> dict[str, Any]:
+        hooks: dict[str, list[dict[str, Any]]] = {}
+        for event, groups in self.hooks.items():
+            for matcher, tags in groups:
+                entries = []
+                for tag in tags:
+                    entry: dict[str, Any] = {"type": "command", "command": f"{probe_command} {tag}"}
+                    if tag in self.timeouts:
+                        entry["timeout"] = self.timeouts[tag]
+                    entries.append(entry)
+                group: dict[str, Any] = {"hooks": entries}
+                if matcher is not None:
+                    group["matcher"] = matcher
+                hooks.setdefault(event, []).append(group)
+        return {"hooks": hooks}
+
+    def scenario(self) -> dict[str, Any]:
+        return {"name": self.name, "turns": list(self.turns), "default": FINAL, "side_reply": "Scripted title"}
+
+
+def _pre(behaviour: dict[str, Any], **kw: Any) -> Case:
+    return Case(hooks={"PreToolUse": [("Bash", ["pre"])]}, behaviours={"pre": behaviour}, **kw)
+
+
+def _hso(event: str, **fields: Any) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, **fields}}
+
+
+CASES: list[Case] = [
+    # ---------------------------------------------------------------- PreToolUse exit codes
+    Case("pre_exit0_silent", {"PreToolUse": [("Bash", ["pre"])]}),
+    Case("pre_exit0_plain_stdout", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"stdout": "plain words\n"}}),
+    Case("pre_exit2_blocks", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"exit": 2, "stderr": "not on my watch"}}),
+    Case("pre_exit1_nonblocking", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"exit": 1, "stderr": "soft failure"}}),
+    Case("pre_exit127", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"exit": 127, "stderr": "no such thing"}}),
+    Case("pre_killed_by_signal", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"signal": 9}}),
+    Case("pre_exit2_json_allow_ignored", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"exit": 2, "stderr": "exit two wins", "stdout": _hso("PreToolUse", permissionDecision="allow")}}),
+    # ---------------------------------------------------------------- PreToolUse JSON
+    Case("pre_json_deny", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": _hso("PreToolUse", permissionDecision="deny", permissionDecisionReason="denied by policy")}}),
+    Case("pre_json_allow", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": _hso("PreToolUse", permissionDecision="allow", permissionDecisionReason="fine")}},
+         allowed_tools=("Read",)),
+    Case("pre_json_updated_input", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": _hso("PreToolUse", permissionDecision="allow",
+                                 updatedInput={"command": "echo rewritten > ran.txt", "description": "mark"})}}),
+    Case("pre_json_additional_context", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": _hso("PreToolUse", additionalContext="remember the fence")}}),
+    Case("pre_json_defer", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": _hso("PreToolUse", permissionDecision="defer")}}),
+    Case("pre_json_continue_false", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": {"continue": False, "stopReason": "halted by hook"}}}),
+    Case("pre_json_system_message", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": {"systemMessage": "a notice for the user"}}}),
+    Case("pre_json_suppress_output", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": {"suppressOutput": True}}}),
+    Case("pre_brace_not_json", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"stdout": "{not json at all"}}),
+    Case("pre_legacy_decision_block", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": {"decision": "block", "reason": "legacy block"}}}),
+    # ---------------------------------------------------------------- matchers
+    Case("matcher_pipe_list", {"PreToolUse": [("Write|Bash", ["pre"]), ("Read", ["never"])]}),
+    Case("matcher_regex", {"PreToolUse": [("^Ba.*", ["pre"]), ("Bas$", ["never"])]}),
+    Case("matcher_star_and_empty", {"PreToolUse": [("*", ["star"]), ("", ["empty"]), (None, ["none"])]}),
+    # ---------------------------------------------------------------- timeouts
+    Case("pre_timeout_fails_open", {"PreToolUse": [("Bash", ["slow"])]}, {"slow": {"sleep": 4}},
+         timeouts={"slow": 1}),
+    # ---------------------------------------------------------------- PostToolUse
+    Case("post_exit0", {"PostToolUse": [("Bash", ["post"])]}),
+    Case("post_exit2_stderr_to_model", {"PostToolUse": [("Bash", ["post"])]}, {"post": {"exit": 2, "stderr": "lint failed"}}),
+    Case("post_additional_context", {"PostToolUse": [("Bash", ["post"])]},
+         {"post": {"stdout": _hso("PostToolUse", additionalContext="output looked odd")}}),
+    Case("post_decision_block", {"PostToolUse": [("Bash", ["post"])]},
+         {"post": {"stdout": {"decision": "block", "reason": "undo that"}}}),
+    Case("post_failure_event", {"PostToolUseFailure": [("Bash", ["fail"])], "PostToolUse": [("Bash", ["post"])]},
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "exit 3", "description": "fail"}}}], FINAL]),
+    # ---------------------------------------------------------------- UserPromptSubmit
+    Case("ups_plain_stdout", {"UserPromptSubmit": [(None, ["ups"])]}, {"ups": {"stdout": "context from hook\n"}},
+         turns=[FINAL]),
+    Case("ups_exit2_blocks_prompt", {"UserPromptSubmit": [(None, ["ups"])]}, {"ups": {"exit": 2, "stderr": "prompt refused"}},
+         turns=[FINAL]),
+    Case("ups_additional_context", {"UserPromptSubmit": [(None, ["ups"])]},
+         {"ups": {"stdout": _hso("UserPromptSubmit", additionalContext="extra context")}}, turns=[FINAL]),
+    Case("ups_decision_block", {"UserPromptSubmit": [(None, ["ups"])]},
+         {"ups": {"stdout": {"decision": "block", "reason": "blocked prompt"}}}, turns=[FINAL]),
+    # ---------------------------------------------------------------- Stop
+    Case("stop_exit0", {"Stop": [(None, ["stop"])]}, turns=[FINAL]),
+    Case("stop_exit2_continues_once", {"Stop": [(None, ["stop"])]}, {"stop": {"exit": 2, "stderr": "keep going",
+                                                                          "unless_stop_hook_active": True}},
+         turns=[FINAL, "Second answer."]),
+    Case("stop_decision_block", {"Stop": [(None, ["stop"])]}, {"stop": {"stdout": {"decision": "block", "reason": "not yet"},
+                                                                      "unless_stop_hook_active": True}},
+         turns=[FINAL, "Second answer."]),
+    # ---------------------------------------------------------------- session lifecycle
+    Case("session_start_plain", {"SessionStart": [(None, ["start"])]}, {"start": {"stdout": "started context\n"}},
+         turns=[FINAL]),
+    Case("session_start_additional_context", {"SessionStart": [(None, ["start"])]},
+         {"start": {"stdout": _hso("SessionStart", additionalContext="session facts")}}, turns=[FINAL]),
+    Case("session_end_recorded", {"SessionEnd": [(None, ["end"])]}, turns=[FINAL]),
+    Case("claude_env_file", {"SessionStart": [(None, ["start"])]},
+         {"start": {"env_file": "export CONFORMANCE_VAR=from-env-file\n"}},
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "echo value=$CONFORMANCE_VAR",
+                                                          "description": "env"}}}], FINAL]),
+    # ---------------------------------------------------------------- cwd and several hooks
+    Case("cwd_after_cd", {"PreToolUse": [("Bash", ["pre"])]},
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "mkdir -p sub && cd sub", "description": "cd"}}}],
+                [BASH_ECHO], FINAL]),
+    Case("two_hooks_one_event", {"PreToolUse": [("Bash", ["first", "second"])]},
+         {"first": {"stdout": _hso("PreToolUse", additionalContext="from first")},
+          "second": {"stdout": _hso("PreToolUse", additionalContext="from second")}}),
+    Case("identical_commands_run_once", {"PreToolUse": [("Bash", ["same"]), ("Bash", ["same"])]}),
+]
+
+BY_NAME = {case.name: case for case in CASES}

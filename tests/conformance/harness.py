@@ -1,0 +1,227 @@
+"""Runs one conformance case on the bare bundled CLI (it runs the hooks) or through `python -m sidecar` (we run them), and observes both the same way.
+
+An observation is what a user or the model could notice: every hook call (its
+stdin, documented environment variables, working directory), every main-loop
+model request (the messages, normalised for ids and paths), how the turn
+ended, and which files the tools left behind. `normalise` removes only what
+must differ between two runs (temporary paths, generated ids, timing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+
+from tests.conformance.cases import Case
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = Path(__file__).resolve().with_name("probe.py")
+OFFLINE = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+           "DISABLE_ERROR_REPORTING": "1"}
+RUN_TIMEOUT_S = 120
+
+
+@dataclass(slots=True)
+class Observation:
+    hook_calls: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[list[dict[str, Any]]] = field(default_factory=list)
+    result: dict[str, Any] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def cli_path() -> str:
+    import claude_agent_sdk
+
+    return str(Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude")
+
+
+# --------------------------------------------------------------------------- set-up
+
+
+def prepare(case: Case, root: Path) -> tuple[Path, Path]:
+    """A fresh project with the probe and the case's settings, and the scenario file; returns (project, scenario)."""
+    if root.exists():
+        shutil.rmtree(root)
+    project = root / "project"
+    hooks = project / ".claude" / "hooks"
+    hooks.mkdir(parents=True)
+    shutil.copy(PROBE, hooks / "probe.py")
+    (hooks / "behaviours.json").write_text(json.dumps(case.behaviours))
+    command = f"{sys.executable} {hooks / 'probe.py'}"
+    (project / ".claude" / "settings.json").write_text(json.dumps(case.settings(command), indent=2))
+    scenario = root / f"{case.name}.yaml"
+    scenario.write_text(yaml.safe_dump(case.scenario()))
+    return project, scenario
+
+
+class ScriptedServer:
+    """`python -m sidecar.scripted_model` in a child process, logging every request."""
+
+    def __init__(self, scenario: Path, log: Path) -> None:
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        self.url = self.proc.stdout.readline().strip()  # type: ignore[union-attr]
+        if not self.url.startswith("http"):
+            self.proc.kill()
+            raise RuntimeError(f"scripted model did not start: {self.url!r}")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------- the two runs
+
+
+async def run_cli(case: Case, root: Path) -> Observation:
+    """The reference: the bundled CLI, started through the SDK as the sidecar starts it (streaming input, Claude
+    Code's own system prompt, the same tool allow-list), reads the project's settings and runs the hooks itself."""
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResultDeny, ResultMessage
+
+    async def refuse(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        # The user of both runs answers every permission prompt "reject once", as the sidecar's harness does.
+        return PermissionResultDeny(message="The user doesn't want to proceed with this tool use.")
+
+    project, scenario = prepare(case, root)
+    home = root / "home"
+    (home / ".claude").mkdir(parents=True)
+    server = ScriptedServer(scenario, root / "requests.jsonl")
+    env = dict(OFFLINE, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model-offline", HOME=str(home),
+               CLAUDE_CONFIG_DIR=str(home / ".claude"))
+    options = ClaudeAgentOptions(
+        cwd=str(project), env=env, allowed_tools=list(case.allowed_tools), setting_sources=["project"],
+        system_prompt={"type": "preset", "preset": "claude_code"}, session_id=str(uuid.uuid4()), cli_path=cli_path(),
+        can_use_tool=refuse,
+    )
+    result: dict[str, Any] = {"stop_reason": None, "subtype": "no-result-record"}
+    try:
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            async with ClaudeSDKClient(options) as client:
+                await client.query(case.prompt)
+                async for message in client.receive_response():
+                    if isinstance(message, ResultMessage):
+                        result = {"stop_reason": message.stop_reason, "subtype": message.subtype,
+                                  "is_error": message.is_error, "result": message.result}
+    finally:
+        server.close()
+    return _observe(project, root / "requests.jsonl", result)
+
+
+def _cli_result(stdout: str) -> dict[str, Any]:
+    for line in reversed(stdout.splitlines()):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("type") == "result":
+            return {"stop_reason": record.get("stop_reason"), "subtype": record.get("subtype"),
+                    "is_error": record.get("is_error"), "result": record.get("result"),
+                    "terminal_reason": record.get("terminal_reason")}
+    return {"stop_reason": None, "subtype": "no-result-record"}
+
+
+async def run_sidecar(case: Case, root: Path) -> Observation:
+    """Ours: the same project through `python -m sidecar` (built-in hooks off, so both run the same hooks)."""
+    from frontend_stub.client import SidecarClient
+    from hooks.builtin import builtin_registry
+    from ipc.errors import RpcError
+
+    project, scenario = prepare(case, root)
+    data = root / "orion-data"
+    user_settings = root / "orion-user.json"
+    builtin_names = sorted({h.name for h in builtin_registry(data_dir=data)})
+    user_settings.write_text(json.dumps({"disabledHooks": builtin_names}))
+    log_dir = root / "sidecar-requests"
+    env = {**os.environ, "ORION_DATA_DIR": str(data), "ORION_USER_SETTINGS": str(user_settings),
+           "ORION_SCRIPTED_LOG_DIR": str(log_dir), "HOME": str(root / "home"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    (root / "home").mkdir(exist_ok=True)
+    result: dict[str, Any]
+
+    async def on_request(method: str, params: Any) -> dict[str, Any]:
+        return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+
+    async with SidecarClient.launch(env=env, cwd=str(REPO), on_request=on_request) as client:
+        with anyio.fail_after(RUN_TIMEOUT_S):
+            await client.request("hooks/trust", {"projectDir": str(project)})
+            created = await client.request("session/new", {
+                "projectDir": str(project), "model": f"scripted:{scenario}", "allowedTools": list(case.allowed_tools)})
+            sid = created["sessionId"]
+            try:
+                answer = await client.request("session/prompt", {"sessionId": sid, "prompt": case.prompt},
+                                              timeout=RUN_TIMEOUT_S)
+                result = {"stop_reason": answer.get("stopReason"), "result": answer.get("resultText")}
+            except RpcError as exc:
+                result = {"stop_reason": None, "error": exc.message}
+            await client.request("session/end", {"sessionId": sid})
+    return _observe(project, log_dir / f"{scenario.stem}.jsonl", result)
+
+
+# --------------------------------------------------------------------------- observing
+
+
+def _observe(project: Path, request_log: Path, result: dict[str, Any]) -> Observation:
+    calls = []
+    log = project / ".claude" / "hooks" / "probe.log.jsonl"
+    if log.exists():
+        calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    requests = []
+    if request_log.exists():
+        for line in request_log.read_text().splitlines():
+            record = json.loads(line)
+            body = record.get("body") or {}
+            if body.get("tools"):  # main-loop requests only: side requests (titles) are the CLI's own business
+                requests.append(body.get("messages") or [])
+    files = sorted(str(p.relative_to(project)) for p in project.rglob("*")
+                   if p.is_file() and ".claude" not in p.relative_to(project).parts)
+    return Observation(hook_calls=calls, requests=requests, result=result, files=files)
+
+
+# --------------------------------------------------------------------------- normalising
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TOOLU = re.compile(r"toolu_[A-Za-z0-9_]+")
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b")
+
+
+def normalise(obs: dict[str, Any], root: Path) -> dict[str, Any]:
+    """Replace what must differ between two runs: paths under the case's root, ids, durations, timestamps."""
+    text = json.dumps(obs, sort_keys=True)
+    project = root / "project"
+    for path, token in ((str(project.resolve()), "<PROJECT>"), (str(project), "<PROJECT>"),
+                         (str(root.resolve()), "<ROOT>"), (str(root), "<ROOT>"), (sys.executable, "<PYTHON>")):
+        text = text.replace(path, token)
+    ids: dict[str, str] = {}
+    text = _TOOLU.sub(lambda m: ids.setdefault(m.group(0), f"toolu_{len(ids)}"), text)
+    text = _UUID.sub("<UUID>", text)
+    data = json.loads(text)
+    for call in data["hook_calls"]:
+        stdin = call.get("stdin") or {}
+        for key in ("duration_ms", "session_id", "transcript_path", "prompt_id"):
+            if key in stdin:
+                stdin[key] = f"<{key}>" if stdin[key] else stdin[key]
+        env = call.get("env") or {}
+        for key in ("CLAUDE_CODE_SESSION_ID", "CLAUDE_ENV_FILE"):
+            if key in env:
+                env[key] = f"<{key}>"
+    data["hook_calls"].sort(key=lambda c: (c.get("stdin", {}).get("hook_event_name", ""), c.get("tag", "")))
+    return data

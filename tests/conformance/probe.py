@@ -1,0 +1,56 @@
+"""The hook every conformance case runs: records what it was given, then behaves as its case says.
+
+Invoked as `python3 <project>/.claude/hooks/probe.py <tag>`. It appends one JSON
+line to `probe.log.jsonl` beside itself: the tag, the parsed stdin, the
+environment variables Claude Code documents for hooks, and the working
+directory. Then it looks its tag up in `behaviours.json` beside itself and
+sleeps, prints stdout/stderr, appends `export` lines to `$CLAUDE_ENV_FILE`,
+and exits as told. Standard library only: it runs under both the CLI and the
+sidecar.
+"""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ENV_KEYS = ("CLAUDECODE", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID", "CLAUDE_ENV_FILE", "CLAUDE_EFFORT",
+            "CLAUDE_CODE_ENTRYPOINT")
+
+
+def main() -> int:
+    tag = sys.argv[1] if len(sys.argv) > 1 else "untagged"
+    raw = sys.stdin.read()
+    try:
+        stdin = json.loads(raw)
+    except ValueError:
+        stdin = {"unparsed": raw}
+    record = {"tag": tag, "stdin": stdin, "cwd": os.getcwd(),
+              "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ}}
+    with open(HERE / "probe.log.jsonl", "a", encoding="utf-8") as log:
+        log.write(json.dumps(record) + "\n")
+    behaviours = json.loads((HERE / "behaviours.json").read_text())
+    how = behaviours.get(tag, {})
+    if how.get("unless_stop_hook_active") and isinstance(stdin, dict) and stdin.get("stop_hook_active"):
+        how = {}  # what a well-written Stop hook does: block once, then let the agent stop
+    if how.get("sleep"):
+        time.sleep(how["sleep"])
+    if how.get("env_file") and os.environ.get("CLAUDE_ENV_FILE"):
+        with open(os.environ["CLAUDE_ENV_FILE"], "a", encoding="utf-8") as fh:
+            fh.write(how["env_file"])
+    if "stdout" in how:
+        out = how["stdout"]
+        sys.stdout.write(out if isinstance(out, str) else json.dumps(out))
+    if "stderr" in how:
+        sys.stderr.write(how["stderr"])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if how.get("signal"):
+        os.kill(os.getpid(), how["signal"])
+    return int(how.get("exit", 0))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
