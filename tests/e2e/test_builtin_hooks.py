@@ -17,7 +17,7 @@ PROMPT = "Let us work on Zephyrblade today. <private>secret words cobaltfox</pri
 async def test_builtin_guards_project_detection_and_private_memory(sidecar, tmp_path) -> None:
     vault = copy_project("vault", tmp_path)
     async with sidecar(project="notes", trust=False) as run:
-        sid = (await run.new_session("builtin", vaultDir=str(vault)))["sessionId"]
+        sid = (await run.new_session("builtin", vaultDir=str(vault), allowedTools=["Bash"]))["sessionId"]
         result = await run.prompt(sid, PROMPT)
         assert result["stopReason"] == "end_turn"
 

@@ -15,7 +15,7 @@ PROJECT_HOOKS = {"e2e-session-start", "e2e-prompt-gate", "e2e-bash-gate", "e2e-b
 
 async def test_every_hook_fires_exactly_once_and_is_reported_with_its_session(sidecar) -> None:
     async with sidecar() as run:
-        sid = (await run.new_session("many_tools"))["sessionId"]
+        sid = (await run.new_session("many_tools", allowedTools=["Bash"]))["sessionId"]
         result = await run.prompt(sid, "Count things.")
         assert result["resultText"] == "Counted."
         await run.end(sid)
@@ -66,7 +66,7 @@ async def test_every_hook_fires_exactly_once_and_is_reported_with_its_session(si
 
 async def test_untrusted_project_hooks_do_not_run_until_trusted(sidecar) -> None:
     async with sidecar(trust=False) as run:
-        created = await run.new_session("probe")
+        created = await run.new_session("probe", allowedTools=["Bash"])
         sid = created["sessionId"]
         assert created["hooks"]["untrusted"] == len(PROJECT_HOOKS)
 

@@ -34,7 +34,7 @@ async def test_pretooluse_deny_stops_the_tool_and_tells_the_model_why(sidecar) -
 
 async def test_updated_input_is_the_command_that_runs(sidecar) -> None:
     async with sidecar() as run:
-        sid = (await run.new_session("rewrite"))["sessionId"]
+        sid = (await run.new_session("rewrite", allowedTools=["Bash"]))["sessionId"]
         result = await run.prompt(sid, "Write out.txt.")
 
         assert result["stopReason"] == "end_turn"
@@ -46,7 +46,7 @@ async def test_updated_input_is_the_command_that_runs(sidecar) -> None:
 
 async def test_posttooluse_context_reaches_the_next_model_request(sidecar) -> None:
     async with sidecar() as run:
-        sid = (await run.new_session("post_context"))["sessionId"]
+        sid = (await run.new_session("post_context", allowedTools=["Bash"]))["sessionId"]
         await run.prompt(sid, "Run the probe.")
 
         first, second = run.model_requests("post_context")
