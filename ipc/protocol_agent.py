@@ -13,6 +13,8 @@ from ipc.protocol import WireModel
 SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan"]
 StopReason = Literal["end_turn", "max_turns", "cancelled", "blocked", "error", "max_tokens", "stop_sequence", "tool_use"]
+# auto: sandboxed where the platform has it; required: fail session/new where it has not; off: the app opts out.
+SandboxMode = Literal["auto", "required", "off"]
 
 
 class SessionNewParams(WireModel):
@@ -25,6 +27,16 @@ class SessionNewParams(WireModel):
     permission_mode: PermissionMode | None = None
     allowed_tools: list[str] | None = None
     system_prompt: str | None = None
+    sandbox: SandboxMode | None = None  # None means "auto"; only the app decides, never a project's settings
+
+
+class SandboxInfo(WireModel):
+    """Whether the agent's Bash runs inside the CLI's OS sandbox, and what it may never write."""
+
+    enabled: bool
+    platform: str  # linux | macos | windows | ...
+    reason: str | None = None  # why it is off
+    denied_write_paths: list[str] = Field(default_factory=list)
 
 
 class HookCounts(WireModel):
@@ -37,6 +49,7 @@ class SessionNewResult(WireModel):
     session_id: str
     model: str
     hooks: HookCounts
+    sandbox: SandboxInfo
 
 
 class SessionPromptParams(WireModel):
@@ -311,6 +324,12 @@ class ContextSummaryUpdatedEvent(WireModel):
     session_id: str
     summary: str = Field(max_length=4000)
     trigger: Literal["manual", "auto"]
+
+
+class SandboxStatusEvent(SandboxInfo):
+    """A session started: whether its agent runs sandboxed (as in session/new's result), for the UI to show."""
+
+    session_id: str
 
 
 class NotificationEvent(WireModel):

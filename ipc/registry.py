@@ -106,6 +106,7 @@ EVENTS: ModelTable = ModelTable({
     "projectContextChange": "ProjectContextChangeEvent",
     "contextSummaryUpdated": "ContextSummaryUpdatedEvent",
     "notification": "NotificationEvent",
+    "sandboxStatus": "SandboxStatusEvent",
     "session/update": "SessionUpdateEvent",
     "log": "LogEvent",
 })

@@ -10,9 +10,11 @@ Exceptions::
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
+import shutil
 import signal
 import time
 import uuid
@@ -46,6 +48,12 @@ SDK_HOOK_EVENTS: tuple[str, ...] = (
 # Given to the CLI on every start, whatever setting_sources says: a settings file must never
 # run hooks of its own, the sidecar's runner owns hook execution (docs/SDK_NOTES.md).
 NO_SETTINGS_HOOKS = '{"disableAllHooks": true}'
+
+# Starts the CLI with exactly AgentConfig.env when AgentConfig.clean_env is set (see the script).
+CLI_EXEC = Path(__file__).resolve().parent / "cli_exec.sh"
+# Variables the SDK itself sets on the CLI's environment (subprocess_cli.connect): they must survive cli_exec.sh.
+SDK_SET_ENV = ("CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION", "CLAUDE_AGENT_SDK_CLIENT_APP",
+               "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING", "PWD", "TRACEPARENT", "TRACESTATE")
 
 INTERRUPT_ON_CANCEL_S = 1.0  # a cancelled turn waits this long, at most, for the CLI to acknowledge the interrupt
 
@@ -116,6 +124,10 @@ class AgentConfig:
     hook_margin_s: float = 5.0
     close_timeout_s: float = 10.0
     cli_path: str | None = None
+    # True: `env` is the CLI's whole environment (nothing inherited from the sidecar); False: set on top of it.
+    clean_env: bool = False
+    # The CLI's `sandbox` settings (sidecar/sandbox.py), merged into the flag settings; None leaves them out.
+    sandbox: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -217,6 +229,12 @@ class AgentSession:
 
         if self._client is not None:
             return
+        from sidecar import supervisor
+
+        # Nothing the CLI starts may outlive the sidecar: the CLI and its commands carry the sidecar's token,
+        # its home is on record before the CLI writes prompts there, its pid right after the spawn.
+        self.config.env = {**self.config.env, **supervisor.child_env()}
+        supervisor.claim_home(self.config.env.get("HOME"))
         client = ClaudeSDKClient(self.build_options())
         with warnings.catch_warnings():
             # We register can_use_tool and allowed_tools together on purpose: allowed tools skip the ask.
@@ -226,6 +244,7 @@ class AgentSession:
         # Private SDK attribute, read only to verify and, if need be, finish the CLI's exit in close().
         process = getattr(getattr(client, "_transport", None), "_process", None)
         self.cli_pid = getattr(process, "pid", None)
+        supervisor.track(self.cli_pid)
 
     def build_options(self) -> ClaudeAgentOptions:
         from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
@@ -241,9 +260,10 @@ class AgentSession:
             ]
             for event in SDK_HOOK_EVENTS
         }
+        env, cli_path = self._cli_env_and_path()
         return ClaudeAgentOptions(
             cwd=str(cfg.project_dir),
-            env=dict(cfg.env),
+            env=env,
             model=cfg.model,
             permission_mode=cfg.permission_mode,  # type: ignore[arg-type]
             allowed_tools=list(cfg.allowed_tools),
@@ -251,15 +271,29 @@ class AgentSession:
             system_prompt=self._system_prompt(),
             include_partial_messages=cfg.include_partial_messages,
             setting_sources=list(cfg.setting_sources),  # type: ignore[arg-type]
-            settings=NO_SETTINGS_HOOKS,
+            settings=self._flag_settings(),
             hooks=hooks,  # type: ignore[arg-type]
             can_use_tool=self._can_use_tool,
             session_id=cfg.session_id if (_is_uuid(cfg.session_id) and not cfg.resume) else None,
             resume=cfg.resume,
             max_turns=cfg.max_turns,
-            cli_path=cfg.cli_path,
+            cli_path=cli_path,
             stderr=lambda line: log.debug("cli[%s]: %s", cfg.session_id, line),
         )
+
+    def _flag_settings(self) -> str:
+        """NO_SETTINGS_HOOKS plus the sandbox: flag settings outrank project and local ones, so neither can undo them."""
+        if self.config.sandbox is None:
+            return NO_SETTINGS_HOOKS
+        return json.dumps({**json.loads(NO_SETTINGS_HOOKS), "sandbox": self.config.sandbox})
+
+    def _cli_env_and_path(self) -> tuple[dict[str, str], str | None]:
+        cfg = self.config
+        if not cfg.clean_env:
+            return dict(cfg.env), cfg.cli_path
+        keep = sorted({*cfg.env, *SDK_SET_ENV})
+        env = {**cfg.env, "ORION_CLI_EXEC_REAL": cfg.cli_path or bundled_cli_path(), "ORION_CLI_ENV_KEEP": " ".join(keep)}
+        return env, str(CLI_EXEC)
 
     def _system_prompt(self) -> Any:
         extra = (self.config.append_context or "").strip()
@@ -475,6 +509,19 @@ class AgentSession:
         if tool_use_id:
             self._denied.add(tool_use_id)
         return PermissionResultDeny(message=answer.message or "The user denied this tool call.", interrupt=answer.interrupt)
+
+
+def bundled_cli_path() -> str:
+    """The CLI inside the claude-agent-sdk wheel, else `claude` on PATH (the SDK's own search order)."""
+    import claude_agent_sdk
+
+    bundled = Path(claude_agent_sdk.__file__).resolve().parent / "_bundled" / "claude"
+    if bundled.is_file():
+        return str(bundled)
+    found = shutil.which("claude")
+    if found is None:
+        raise AgentError("no Claude Code CLI: neither the SDK's bundled one nor `claude` on PATH")
+    return found
 
 
 def _without(data: dict[str, Any], key: str) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from hooks.registry import HookRegistry, default_registry
 from hooks.sources import read_builtin_options
 from hooks.runner import HookRunner
 from hooks.types import AggregateResult, SessionContext
-from ipc.errors import ConnectionClosed, InvalidParams, ModelUnavailable, SessionBusy, SessionNotFound
+from hooks import paths as hook_paths
+from ipc.errors import ConnectionClosed, InvalidParams, ModelUnavailable, ServerError, SessionBusy, SessionNotFound
 from sidecar.hook_events import IpcHookObserver
 
 log = logging.getLogger("sidecar.sessions")
@@ -75,6 +76,7 @@ class Session:
     agent: Any  # sidecar.agent.AgentSession (imported lazily: the SDK import is slow)
     created_at: str
     state: str = "idle"  # idle | running | ended
+    sandbox: Any = None  # sidecar.sandbox.SandboxStatus
     end_lock: anyio.Lock = field(default_factory=anyio.Lock)
     hooks_ran_at_end: int = 0
 
@@ -141,6 +143,7 @@ class SessionManager:
         permission_mode: str | None = None,
         allowed_tools: list[str] | None = None,
         system_prompt: str | None = None,
+        sandbox: str | None = None,
     ) -> tuple[Session, HookSet]:
         project = existing_dir(project_dir, "projectDir")
         vault = existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None
@@ -149,7 +152,9 @@ class SessionManager:
             raise InvalidParams(f"session id {sid} is already in use", data={"sessionId": sid})
         self._starting.add(sid)
         try:
-            session, hookset = await self._create(sid, project, vault, model, permission_mode, allowed_tools, system_prompt)
+            session, hookset = await self._create(
+                sid, project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox
+            )
         finally:
             self._starting.discard(sid)
         self._sessions[sid] = session
@@ -164,6 +169,7 @@ class SessionManager:
         permission_mode: str | None,
         allowed_tools: list[str] | None,
         system_prompt: str | None,
+        sandbox_mode: str | None,
     ) -> tuple[Session, HookSet]:
         # The SDK import takes ~1 s; on the event loop it would stall every other session and request.
         await anyio.to_thread.run_sync(importlib.import_module, "claude_agent_sdk")
@@ -171,6 +177,7 @@ class SessionManager:
         from sidecar.evaluator import SdkModelClient
         from sidecar.hook_bridge import RunnerBridge
         from sidecar.permissions import PermissionBroker
+        from sidecar.sandbox import cli_settings
         from sidecar.sdk_env import ModelConfigError, build_model_env
 
         from hooks.executors.remote import default_llm_executors
@@ -183,6 +190,8 @@ class SessionManager:
             raise ModelUnavailable(str(exc), data={"model": model, "reason": exc.reason}) from None
 
         hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir)
+        # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
+        cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)
         notify = self._notify
 
         async def emit(event: str, payload: dict[str, Any]) -> None:
@@ -218,7 +227,9 @@ class SessionManager:
                 project_dir=project,
                 session_id=sid,
                 model=model_name,
-                env=env,
+                env=cli_env,
+                clean_env=True,
+                sandbox=cli_settings(sandbox),
                 permission_mode=permission_mode,
                 allowed_tools=list(allowed_tools or []),
                 system_prompt=system_prompt,
@@ -234,6 +245,7 @@ class SessionManager:
                     await self._fire_session_end(runner, context, "other")
                     await agent.close()
                 raise ModelUnavailable(f"the agent could not start: {exc}", data={"sessionId": sid}) from exc
+            await emit("sandboxStatus", sandbox.to_wire())
         except BaseException:
             # Failed or cancelled (session/new cancelled, shutdown): the runner's tracking thread, background
             # hooks and python launchers must not outlive the session that never was.
@@ -245,6 +257,7 @@ class SessionManager:
             project_dir=project,
             vault_dir=vault,
             model=model or model_name or "default",
+            sandbox=sandbox,
             context=context,
             runner=runner,
             agent=agent,
@@ -330,6 +343,29 @@ class SessionManager:
             await self.end(session_id, reason)
         except Exception:
             log.exception("ending session %s failed", session_id)
+
+
+def confine(
+    model_env: dict[str, str], hookset: HookSet, project: Path, data_dir: Path, mode: str | None
+) -> tuple[dict[str, str], Any]:
+    """The CLI's whole environment and the session's sandbox (sidecar.sandbox.SandboxStatus).
+
+    Blocking (it may probe bubblewrap once per process): run it in a worker thread.
+    """
+    from sidecar.sandbox import SandboxUnavailable, decide, denied_write_paths
+    from sidecar.sdk_env import cli_environment, hook_env_names
+
+    env = cli_environment(model_env, withheld=hook_env_names(hookset.entries))
+    config_dir = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else Path(env.get("HOME") or Path.home()) / ".claude"
+    deny = denied_write_paths(project, [data_dir, hook_paths.data_dir()], hook_paths.user_settings_path(), config_dir)
+    try:
+        sandbox = decide(mode, env.get("PATH"), deny)  # type: ignore[arg-type]
+    except SandboxUnavailable as exc:
+        raise ServerError(str(exc), data={"reason": "sandboxUnavailable"}) from None
+    # Not CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1: on 2.1.330 it hides the model key from Bash but runs Bash in its own
+    # bubblewrap profile with /tmp, /root and /home writable, undoing the sandbox (docs/SECURITY.md "Sandbox").
+    env.pop("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", None)
+    return env, sandbox
 
 
 def sidecar_payload(event: str, context: SessionContext, **extra: Any) -> dict[str, Any]:

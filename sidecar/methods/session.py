@@ -23,6 +23,7 @@ def register(app: SidecarApp) -> None:
             permission_mode=params.permission_mode,
             allowed_tools=params.allowed_tools,
             system_prompt=params.system_prompt,
+            sandbox=params.sandbox,
         )
         states = [spec.state for spec in hookset.entries]
         return p.SessionNewResult(
@@ -31,6 +32,7 @@ def register(app: SidecarApp) -> None:
             hooks=p.HookCounts(
                 active=states.count("active"), untrusted=states.count("untrusted"), dropped=states.count("dropped")
             ),
+            sandbox=p.SandboxInfo.model_validate(session.sandbox.to_wire()),
         )
 
     @app.method("session/prompt")
