@@ -88,7 +88,6 @@ _UNPREFIXED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("mailchimp-api-key", r"[0-9a-f]{32}-us[0-9]{1,2}" + _END, "-us"),
 )
 _ALL_KINDS: tuple[tuple[str, str], ...] = (*_TOKEN_KINDS, *((k, rx) for k, rx, _ in _UNPREFIXED_KINDS))
-_KIND_OF = tuple((kind, re.compile(rx)) for kind, rx in _ALL_KINDS)
 _RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.+/=~:%")
 
 
@@ -135,29 +134,50 @@ def _first_chars(rx: str) -> frozenset[str]:
     return frozenset(found) if found else _RUN_CHARS
 
 
-def _by_first_char(kinds: tuple[tuple[str, str], ...]) -> dict[str, re.Pattern[str]]:
-    # One small alternation per first character, in table order: a segment start tries only the formats
-    # that can begin with its character. No capture groups, so sre's branch op rejects an alternative on
-    # its first literal without entering it; the kind is looked up after a hit.
-    groups: dict[str, list[str]] = {}
-    for _, rx in kinds:
-        for ch in _first_chars(rx):
-            groups.setdefault(ch, []).append(rx)
-    return {ch: re.compile("|".join(f"(?:{rx})" for rx in rxs)) for ch, rxs in groups.items()}
+class _TokenTable:
+    """Which formats can start with which character, compiled per character on first need.
+
+    Compiling every alternation up front cost ~25 ms at import (on the sidecar's first log line, on the
+    event loop); a text needs the patterns of only a few characters. No capture groups in the alternations,
+    so sre's branch op rejects an alternative on its first literal without entering it; the kind is looked
+    up after a hit. Races between threads only compile a pattern twice.
+    """
+
+    def __init__(self, kinds: tuple[tuple[str, str], ...]) -> None:
+        self._kinds = kinds
+        self._sources: dict[str, list[str]] | None = None
+        self._compiled: dict[str, re.Pattern[str] | None] = {}
+        self._candidates: re.Pattern[str] | None = None
+
+    def _by_char(self) -> dict[str, list[str]]:
+        if self._sources is None:
+            groups: dict[str, list[str]] = {}
+            for _, rx in self._kinds:
+                for ch in _first_chars(rx):
+                    groups.setdefault(ch, []).append(rx)
+            self._sources = groups
+        return self._sources
+
+    def pattern(self, ch: str) -> re.Pattern[str] | None:
+        try:
+            return self._compiled[ch]
+        except KeyError:
+            sources = self._by_char().get(ch)
+            compiled = re.compile("|".join(f"(?:{rx})" for rx in sources)) if sources else None
+            self._compiled[ch] = compiled
+            return compiled
+
+    def candidates(self) -> re.Pattern[str]:
+        # A word start whose first character begins some format; `n`, `r`, `t` also for an escape (`\nAKIA…`).
+        if self._candidates is None:
+            chars = "".join(sorted(set(self._by_char()) | set("nrt")))
+            self._candidates = re.compile(r"(?<![A-Za-z0-9_])[" + re.escape(chars).replace("]", r"\]") + "]")
+        return self._candidates
 
 
-def _candidates(table: dict[str, re.Pattern[str]]) -> re.Pattern[str]:
-    # A word start whose first character begins some format; `n`, `r`, `t` also for an escape (`\nAKIA…`).
-    chars = "".join(sorted(set(table) | set("nrt")))
-    return re.compile(r"(?<![A-Za-z0-9_])[" + re.escape(chars).replace("]", r"\]") + "]")
-
-
-_TOKEN_AT = _by_first_char(_TOKEN_KINDS)
-_TOKEN_AT_ALL = _by_first_char(_ALL_KINDS)
-_CANDIDATE = _candidates(_TOKEN_AT)
-_CANDIDATE_ALL = _candidates(_TOKEN_AT_ALL)
-# Every token above is one unbroken run of these characters, at least this long (the two header kinds,
-# `Bearer x` / `Basic x`, contain a space and are found from their keyword instead).
+_PREFIXED = _TokenTable(_TOKEN_KINDS)
+# With the unprefixed formats every character can start a token: used only for a text holding a marker.
+_EVERY = _TokenTable(_ALL_KINDS)
 _RUN = re.compile(r"[A-Za-z0-9_\-.+/=~:%]{15,}")
 _HEADER_TOKENS = re.compile(
     r"(?P<bearer>(?i:bearer)\s+[A-Za-z0-9_\-.=+/~]{20,})|(?P<basic>(?i:basic)\s+[A-Za-z0-9+/]{12,}={0,2}" + _END + ")"
@@ -272,8 +292,9 @@ def _looks_like_secret_value(value: str) -> bool:
 
 
 def _kind_of(token: str) -> str:
-    for kind, pattern in _KIND_OF:
-        if pattern.fullmatch(token):
+    # Only after a hit, so the per-kind patterns are compiled (and kept by re's cache) on first need.
+    for kind, rx in _ALL_KINDS:
+        if re.fullmatch(rx, token):
             return kind
     return "token"
 
@@ -284,10 +305,8 @@ def _token_findings(text: str) -> list[Finding]:
     # beginning with that character are tried there, or right after an escape such as `\n` (the escaped
     # newline of a tool's second line glued `n` onto the token and defeated a plain word boundary).
     found: list[Finding] = []
-    if any(marker in text for _, _, marker in _UNPREFIXED_KINDS):
-        table, candidates = _TOKEN_AT_ALL, _CANDIDATE_ALL
-    else:
-        table, candidates = _TOKEN_AT, _CANDIDATE
+    table = _EVERY if any(marker in text for _, _, marker in _UNPREFIXED_KINDS) else _PREFIXED
+    candidates = table.candidates()
     for run in _RUN.finditer(text):
         done = run.start()
         end = run.end()
@@ -295,10 +314,10 @@ def _token_findings(text: str) -> list[Finding]:
             start = seg.start()
             if start < done:
                 continue
-            pattern = table.get(text[start])
+            pattern = table.pattern(text[start])
             m = pattern.match(text, start) if pattern is not None else None
             if m is None and start and text[start - 1] == "\\" and text[start] in "nrt" and start + 1 < end:
-                pattern = table.get(text[start + 1])
+                pattern = table.pattern(text[start + 1])
                 m = pattern.match(text, start + 1) if pattern is not None else None
             if m is None:
                 continue
