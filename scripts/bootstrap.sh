@@ -4,6 +4,22 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
 py="${PYTHON:-python3}"
+# The CLI's Bash sandbox needs bubblewrap and socat on Linux (docs/SECURITY.md "Sandbox"); without them sessions
+# run unsandboxed and say so. Installed only when missing, as root (CI) or through sudo.
+if [ "$(uname -s)" = Linux ] && { ! command -v bwrap >/dev/null 2>&1 || ! command -v socat >/dev/null 2>&1; }; then
+    if command -v apt-get >/dev/null 2>&1; then
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="$(command -v sudo || true)"
+        if [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; then
+            echo "[setup] installing bubblewrap and socat (the agent's sandbox)" >&2
+            $sudo apt-get install -y -q bubblewrap socat >&2 \
+                || { $sudo apt-get update -q >&2 && $sudo apt-get install -y -q bubblewrap socat >&2; } \
+                || echo "[setup] warning: could not install bubblewrap/socat; sessions will run unsandboxed" >&2
+        else
+            echo "[setup] warning: bubblewrap/socat missing and not root: sessions will run unsandboxed" >&2
+        fi
+    fi
+fi
 if [ ! -x "$venv/bin/python" ]; then
     echo "[setup] creating virtual environment in $venv" >&2
     "$py" -m venv "$venv"
