@@ -3,7 +3,8 @@
     IpcError
     ├── FramingError                 a line that could not become a message (an item in the stream, never raised by the reader)
     │   ├── LineTooLong              longer than the configured limit; discarded, reading goes on
-    │   └── MalformedLine            invalid UTF-8 or invalid JSON
+    │   ├── MalformedLine            invalid UTF-8 or invalid JSON
+    │   └── BatchTooLarge            a batch over the byte limit (discarded unread) or the member limit; -32600
     ├── ConnectionClosed             the other side hung up (EOF) or we closed; every waiter gets this
     ├── RequestTimeout               an outbound request got no answer in time (also a TimeoutError)
     └── RpcError                     carries (code, message, data); raise it from a handler to answer with that error
@@ -62,7 +63,8 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(PARSE_ERROR, "ParseError", "Parse error",
               "A line was not valid UTF-8 or not valid JSON, or was longer than the line limit (`data.reason`). `id` is null."),
     ErrorCode(INVALID_REQUEST, "InvalidRequest", "Invalid request",
-              "Not a JSON-RPC 2.0 request object (or an empty batch); also any request after `shutdown`."),
+              "Not a JSON-RPC 2.0 request object (or an empty batch, or a batch over the batch limits: "
+              "`data.reason` `batchTooLarge`, with `limit`); also any request after `shutdown`."),
     ErrorCode(METHOD_NOT_FOUND, "MethodNotFound", "Method not found",
               "No handler is registered for the method (`data.method`)."),
     ErrorCode(INVALID_PARAMS, "InvalidParams", "Invalid params",
@@ -111,6 +113,17 @@ class LineTooLong(FramingError):
 
 class MalformedLine(FramingError):
     reason = "malformed"
+
+
+class BatchTooLarge(FramingError):
+    """A batch over the batch limits (bytes, refused unread; or members): refused whole with one -32600."""
+
+    reason = "batchTooLarge"
+
+    def __init__(self, detail: str, *, limit: int, length: int | None = None, items: int | None = None) -> None:
+        super().__init__(detail, length=length)
+        self.limit = limit
+        self.items = items
 
 
 class ConnectionClosed(IpcError):
@@ -218,6 +231,12 @@ def to_wire_error(exc: BaseException) -> dict[str, Any]:
         data: dict[str, Any] = {"reason": exc.reason, "detail": exc.detail}
         if exc.length is not None:
             data["length"] = exc.length
+        if isinstance(exc, BatchTooLarge):
+            # Valid JSON (or never read): the request is what is refused, not its syntax.
+            data["limit"] = exc.limit
+            if exc.items is not None:
+                data["items"] = exc.items
+            return InvalidRequest("Batch too large", data=data).to_wire()
         return ParseError(data=data).to_wire()
     # Unknown failures are a sidecar bug: the full traceback goes to stderr, the wire gets no internals.
     logger.error("unhandled error in handler", exc_info=exc)

@@ -18,7 +18,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ipc.errors import FramingError, LineTooLong, MalformedLine
+from ipc.errors import BatchTooLarge, FramingError, LineTooLong, MalformedLine
 
 logger = logging.getLogger("ipc.framing")
 
@@ -26,6 +26,10 @@ Message = Any  # a decoded JSON value; the peer decides whether it is a valid JS
 Item = Any  # Message | FramingError
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+# A batch is many requests served at once: one 15 MiB batch of pings (344k members) held the loop for over
+# 80 s at 850 MB (bench/wire_batch_flood.py). Batches are bounded far below single lines; the member count
+# is bounded by the peer (ipc.peer.DEFAULT_MAX_BATCH_ITEMS).
+DEFAULT_MAX_BATCH_BYTES = 1024 * 1024
 READ_CHUNK = 256 * 1024
 # asyncio's pipe transport reads into a fresh buffer of its max_size (256 KiB) and shrinks it: above glibc's
 # mmap threshold that is an mmap, an mremap and a munmap per read (strace: 3 of the 8 syscalls of a ping).
@@ -60,14 +64,31 @@ def encode_message(message: Message) -> bytes:
         return _dumps_ascii(message).encode("ascii") + b"\n"
 
 
+def _is_batch(data: bytes | bytearray, start: int = 0) -> bool:
+    """Whether the line starting at `start` is a JSON array (its first non-blank byte is '[')."""
+    for i in range(start, min(len(data), start + 256)):
+        byte = data[i]
+        if byte == 0x5B:
+            return True
+        if byte not in b" \t\r":
+            return False
+    return False
+
+
 class LineDecoder:
-    """Incremental splitter: feed it chunks, get back decoded messages and FramingErrors, one per non-empty line."""
+    """Incremental splitter: feed it chunks, get back decoded messages and FramingErrors, one per non-empty line.
 
-    __slots__ = ("_buf", "_max", "_discarding", "_discarded")
+    A line is bounded by `max_line_bytes`, a batch (a line holding a JSON array) by `max_batch_bytes`; either
+    is dropped as its bytes arrive once over its bound, so memory never holds more than the bound.
+    """
 
-    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+    __slots__ = ("_buf", "_max", "_max_batch", "_batch", "_discarding", "_discarded")
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> None:
         self._buf = bytearray()
         self._max = max_line_bytes
+        self._max_batch = min(max_batch_bytes, max_line_bytes)
+        self._batch = False  # the held line is a batch
         self._discarding = False  # inside an over-long line: drop bytes until its newline
         self._discarded = 0
 
@@ -84,12 +105,14 @@ class LineDecoder:
                 self._discarding, self._discarded = False, 0
             elif self._buf:
                 self._buf += memoryview(data)[start:nl]
-                if len(self._buf) > self._max:
+                if len(self._buf) > self._max_batch and (len(self._buf) > self._max or _is_batch(self._buf)):
+                    self._batch = self._batch or _is_batch(self._buf)
                     out.append(self._too_long(len(self._buf)))
                 else:
                     self._decode(self._buf, out)
                 self._buf = bytearray()
-            elif nl - start > self._max:
+            elif nl - start > self._max_batch and (nl - start > self._max or _is_batch(data, start)):
+                self._batch = _is_batch(data, start)
                 out.append(self._too_long(nl - start))
             else:
                 self._decode(data[start:nl], out)
@@ -103,19 +126,28 @@ class LineDecoder:
             out.append(self._too_long(self._discarded))
         elif self._buf:
             self._decode(self._buf, out)
-        self._buf, self._discarding, self._discarded = bytearray(), False, 0
+        self._buf, self._discarding, self._discarded, self._batch = bytearray(), False, 0, False
         return out
 
     def _hold(self, data: bytes, start: int, end: int, out: list[Item]) -> None:
         if self._discarding:
             self._discarded += end - start
-        elif len(self._buf) + end - start > self._max:
+            return
+        if not self._buf:
+            self._batch = _is_batch(data, start)
+        limit = self._max_batch if self._batch else self._max
+        if len(self._buf) + end - start > limit:
             self._discarding, self._discarded = True, len(self._buf) + end - start
             self._buf = bytearray()
         else:
             self._buf += memoryview(data)[start:end]
 
-    def _too_long(self, length: int) -> LineTooLong:
+    def _too_long(self, length: int) -> FramingError:
+        batch, self._batch = self._batch, False
+        if batch:
+            logger.warning("refused a batch of %d+ bytes unread (limit %d)", length, self._max_batch)
+            return BatchTooLarge(f"batch of {length} bytes exceeds the batch limit of {self._max_batch} bytes",
+                                 length=length, limit=self._max_batch)
         logger.warning("discarded a line of %d bytes (limit %d)", length, self._max)
         return LineTooLong(f"line of {length} bytes exceeds the limit of {self._max} bytes", length=length)
 
@@ -215,7 +247,7 @@ async def _pump_out(source: MemoryObjectReceiveStream[Message], write: Callable[
 @asynccontextmanager
 async def open_stream_transport(
     receive: ByteReceiveStream, send: ByteSendStream, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    flush_timeout: float = 5.0,
+    flush_timeout: float = 5.0, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> AsyncIterator[Transport]:
     """Frame any pair of anyio byte streams (a child's pipes, a socket, an in-memory pair)."""
 
@@ -225,18 +257,18 @@ async def open_stream_transport(
         except anyio.EndOfStream:
             return b""
 
-    async with _framed(read, send.send, max_line_bytes, flush_timeout) as transport:
+    async with _framed(read, send.send, LineDecoder(max_line_bytes, max_batch_bytes), flush_timeout) as transport:
         yield transport
 
 
 @asynccontextmanager
 async def _framed(read: Callable[[], Awaitable[bytes]], write: Callable[[bytes], Awaitable[None]],
-                  max_line_bytes: int, flush_timeout: float) -> AsyncIterator[Transport]:
+                  decoder: LineDecoder, flush_timeout: float) -> AsyncIterator[Transport]:
     in_send, in_recv = anyio.create_memory_object_stream[Item](INCOMING_QUEUE)
     out_send, out_recv = anyio.create_memory_object_stream[Message](OUTGOING_QUEUE)
     transport = Transport(in_recv, out_send)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_pump_in, read, LineDecoder(max_line_bytes), in_send)
+        tg.start_soon(_pump_in, read, decoder, in_send)
         writer_done = anyio.Event()
 
         async def writer() -> None:
@@ -592,7 +624,8 @@ def _pollable(fd: int) -> bool:
 
 
 @asynccontextmanager
-async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, flush_timeout: float = 5.0) -> AsyncIterator[Transport]:
+async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, flush_timeout: float = 5.0,
+                               max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> AsyncIterator[Transport]:
     """Frame this process's stdin/stdout, with fds 0 and 1 redirected away from everyone else while it is open.
 
     Pipes (the normal case) are served straight from event-loop callbacks; a regular file on either side
@@ -604,7 +637,8 @@ async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, 
         loop = asyncio.get_running_loop()
         in_send, in_recv = anyio.create_memory_object_stream[Item](INCOMING_QUEUE)
         broken = anyio.Event()
-        reader = _PipeReader(LineDecoder(max_line_bytes), in_send, in_recv)
+        decoder = LineDecoder(max_line_bytes, max_batch_bytes)
+        reader = _PipeReader(decoder, in_send, in_recv)
         writer = PipeSendStream(loop, broken)
         in_file = os.fdopen(fds.read_fd, "rb", buffering=0)
         out_file = os.fdopen(fds.write_fd, "wb", buffering=0)
@@ -616,7 +650,7 @@ async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, 
             read_transport.max_size = PIPE_READ_CHUNK  # type: ignore[attr-defined]
             await loop.connect_write_pipe(writer.protocol, out_file)
         except ValueError:
-            async with _framed_files(in_file, out_file, max_line_bytes, flush_timeout) as transport:
+            async with _framed_files(in_file, out_file, decoder, flush_timeout) as transport:
                 yield transport
             return
         transport = Transport(in_recv, writer, broken, reader)
@@ -636,7 +670,7 @@ async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, 
 
 
 @asynccontextmanager
-async def _framed_files(in_file: Any, out_file: Any, max_line_bytes: int, flush_timeout: float) -> AsyncIterator[Transport]:
+async def _framed_files(in_file: Any, out_file: Any, decoder: LineDecoder, flush_timeout: float) -> AsyncIterator[Transport]:
     async def read() -> bytes:
         return await anyio.to_thread.run_sync(in_file.read, READ_CHUNK)
 
@@ -644,7 +678,7 @@ async def _framed_files(in_file: Any, out_file: Any, max_line_bytes: int, flush_
         await anyio.to_thread.run_sync(out_file.write, data)
 
     try:
-        async with _framed(read, write, max_line_bytes, flush_timeout) as transport:
+        async with _framed(read, write, decoder, flush_timeout) as transport:
             yield transport
     finally:
         for f in (in_file, out_file):

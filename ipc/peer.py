@@ -17,6 +17,7 @@ from oslash.either import Left  # type: ignore[import-untyped]
 from pydantic import BaseModel, ValidationError
 
 from ipc.errors import (
+    BatchTooLarge,
     ConnectionClosed,
     FramingError,
     InternalError,
@@ -54,6 +55,9 @@ def _dumps(value: str) -> bytes:
 
 DEFAULT_REQUEST_TIMEOUT = 60.0
 BACKLOG_LIMIT = 64  # queued answers at which the reader stops taking new requests until output drains
+# Members of one inbound batch: each becomes a task and an answer held until the whole batch is done, so an
+# unbounded batch is unbounded memory and a loop busy spawning instead of answering pings.
+DEFAULT_MAX_BATCH_ITEMS = 100
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,6 +121,7 @@ class JsonRpcPeer:
         on_notification: NotificationSink | None = None,
         on_unmatched: Callable[[Any], None] | None = None,
         name: str = "peer",
+        max_batch_items: int = DEFAULT_MAX_BATCH_ITEMS,
     ) -> None:
         self._transport = transport
         self._routes: Mapping[str, Route] = routes if routes is not None else {}
@@ -124,6 +129,7 @@ class JsonRpcPeer:
         self._on_notification = on_notification
         self._on_unmatched = on_unmatched  # responses nobody waits for (e.g. errors with id null)
         self.name = name
+        self._max_batch_items = max_batch_items
         self._ids: Iterator[int] = itertools.count(1)
         self._pending: dict[RequestId, _Waiter] = {}
         self._inflight: dict[RequestId, anyio.CancelScope] = {}
@@ -300,6 +306,12 @@ class JsonRpcPeer:
         elif isinstance(item, list):
             if not item:
                 self._reply(_error_response(InvalidRequest(data={"reason": "empty batch"}).to_wire(), None))
+                return
+            if len(item) > self._max_batch_items:
+                refused = BatchTooLarge(f"batch of {len(item)} members exceeds the limit of {self._max_batch_items}",
+                                        limit=self._max_batch_items, items=len(item))
+                logger.warning("%s: %s", self.name, refused.detail)
+                self._reply(_error_response(to_wire_error(refused), None))
                 return
             batch = _Batch()
             for member in item:

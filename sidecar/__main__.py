@@ -13,10 +13,12 @@ if TYPE_CHECKING:
     from sidecar.app import SidecarApp
 
 
-DEFAULTS = SimpleNamespace(log_level=None, max_line_bytes=16 * 1024 * 1024, grace=2.0, shutdown_budget=5.0)
+DEFAULTS = SimpleNamespace(log_level=None, max_line_bytes=16 * 1024 * 1024, max_batch_bytes=1024 * 1024,
+                           max_batch_items=100, grace=2.0, shutdown_budget=5.0)
 
 
-_CONVERT: dict[str, Callable[[str], object]] = {"log_level": str, "max_line_bytes": int, "grace": float, "shutdown_budget": float}
+_CONVERT: dict[str, Callable[[str], object]] = {"log_level": str, "max_line_bytes": int, "max_batch_bytes": int,
+                                                "max_batch_items": int, "grace": float, "shutdown_budget": float}
 
 
 def _parse_simple(argv: list[str]) -> SimpleNamespace | None:
@@ -56,6 +58,10 @@ def parse_args(argv: list[str] | None) -> SimpleNamespace:
     parser = argparse.ArgumentParser(prog="orion-sidecar", description="Orion Sidecar: line-delimited JSON-RPC 2.0 on stdin/stdout.")
     parser.add_argument("--log-level", default=None, help="DEBUG, INFO (default; or $ORION_LOG_LEVEL), WARNING, ERROR")
     parser.add_argument("--max-line-bytes", type=int, default=DEFAULTS.max_line_bytes, help="longest accepted input line (default 16 MiB)")
+    parser.add_argument("--max-batch-bytes", type=int, default=DEFAULTS.max_batch_bytes,
+                        help="largest accepted batch line; larger ones are refused unread (default 1 MiB)")
+    parser.add_argument("--max-batch-items", type=int, default=DEFAULTS.max_batch_items,
+                        help="most members a batch may have (default 100)")
     parser.add_argument("--grace", type=float, default=2.0, help="seconds in-flight requests get at shutdown (default 2)")
     parser.add_argument("--shutdown-budget", type=float, default=5.0, help="seconds shutdown callbacks get (default 5)")
     return SimpleNamespace(**vars(parser.parse_args(argv)))
@@ -106,7 +112,8 @@ def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | No
             gc.freeze()
             gc.enable()
     try:
-        return anyio.run(lambda: serve_stdio(app, policy, max_line_bytes=args.max_line_bytes))
+        return anyio.run(lambda: serve_stdio(app, policy, max_line_bytes=args.max_line_bytes,
+                                             max_batch_bytes=args.max_batch_bytes, max_batch_items=args.max_batch_items))
     except KeyboardInterrupt:
         # Ctrl-C before the signal handlers were installed: still an orderly, successful exit.
         return 0

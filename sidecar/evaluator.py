@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import anyio
 import psutil
 
+from hooks import children
 from hooks.executors.evaluation import EvaluationError
 from hooks.private_files import private_dir
 
@@ -214,6 +215,10 @@ async def _converse(prompt: str, options: Any, stderr_tail: deque[str]) -> str:
     last_text = ""
     result: ResultMessage | None = None
     async with ClaudeSDKClient(options) as client:
+        # Recorded for the sidecar's watchdog: an evaluation must not outlive a killed sidecar either.
+        pid = getattr(getattr(getattr(client, "_transport", None), "_process", None), "pid", None)
+        if pid:
+            children.started(pid, own_group=False)
         await client.query(prompt)
         async for message in client.receive_response():
             if isinstance(message, AssistantMessage):

@@ -8,13 +8,17 @@ import signal
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 
-from ipc.framing import DEFAULT_MAX_LINE_BYTES, Transport, open_stdio_transport
-from ipc.peer import JsonRpcPeer
+from ipc.framing import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_LINE_BYTES, Transport, open_stdio_transport
+from ipc.peer import DEFAULT_MAX_BATCH_ITEMS, JsonRpcPeer
 from sidecar.app import SidecarApp
 from sidecar.log_forward import forward_logs
+
+if TYPE_CHECKING:
+    from sidecar.supervisor import Supervisor
 
 logger = logging.getLogger("sidecar.lifecycle")
 
@@ -31,9 +35,10 @@ class ShutdownPolicy:
 
 
 async def serve(app: SidecarApp, transport: Transport, policy: ShutdownPolicy = ShutdownPolicy(),
-                *, watch_signals: bool = False, watch_parent: bool = False) -> None:
+                *, watch_signals: bool = False, watch_parent: bool = False,
+                max_batch_items: int = DEFAULT_MAX_BATCH_ITEMS, supervisor: Supervisor | None = None) -> None:
     """Serve one connection until a stop is requested, then shut down in order."""
-    peer = JsonRpcPeer(transport, routes=app.routes, guard=app.guard, name="sidecar")
+    peer = JsonRpcPeer(transport, routes=app.routes, guard=app.guard, name="sidecar", max_batch_items=max_batch_items)
     app.attach(peer)
     async with anyio.create_task_group() as tg:
         tg.start_soon(peer.run)
@@ -43,6 +48,9 @@ async def serve(app: SidecarApp, transport: Transport, policy: ShutdownPolicy = 
             tg.start_soon(_stop_on_signals, app)
         if watch_parent:
             tg.start_soon(_stop_when_orphaned, app, policy.parent_poll)
+        if supervisor is not None:
+            tg.start_soon(_sweep_dead_sidecars, supervisor)
+            tg.start_soon(_keep_watchdog, supervisor, policy.parent_poll)
         await app.stop_requested.wait()
         _arm_hard_deadline(policy.hard_deadline)
         await _orderly_shutdown(app, peer, policy, frontend_gone=transport.broken)
@@ -50,10 +58,21 @@ async def serve(app: SidecarApp, transport: Transport, policy: ShutdownPolicy = 
 
 
 async def serve_stdio(app: SidecarApp, policy: ShutdownPolicy = ShutdownPolicy(), *,
-                      max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> int:
+                      max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+                      max_batch_items: int = DEFAULT_MAX_BATCH_ITEMS) -> int:
     """`python -m sidecar`: serve this process's stdin/stdout; returns the exit code (always 0 after an orderly stop)."""
-    async with open_stdio_transport(max_line_bytes=max_line_bytes, flush_timeout=policy.flush) as transport:
-        await serve(app, transport, policy, watch_signals=True, watch_parent=True)
+    from hooks.paths import data_dir
+    from sidecar import supervisor as supervision
+
+    # Before anything can start a child: from here on, none outlives this process (sidecar/supervisor.py).
+    supervisor = supervision.install(data_dir())
+    try:
+        async with open_stdio_transport(max_line_bytes=max_line_bytes, flush_timeout=policy.flush,
+                                        max_batch_bytes=max_batch_bytes) as transport:
+            await serve(app, transport, policy, watch_signals=True, watch_parent=True,
+                        max_batch_items=max_batch_items, supervisor=supervisor)
+    finally:
+        supervisor.stop()
     logger.info("exited (%s)", app.stop_reason)
     return 0
 
@@ -78,6 +97,20 @@ async def _orderly_shutdown(app: SidecarApp, peer: JsonRpcPeer, policy: Shutdown
         with anyio.move_on_after(policy.cancel_wait):
             await peer.wait_idle()
     await app.run_shutdown_callbacks()
+
+
+async def _sweep_dead_sidecars(supervisor: Supervisor) -> None:
+    # Off the loop and off the start-up path: the first requests are answered while it runs.
+    try:
+        await anyio.to_thread.run_sync(supervisor.sweep_dead, abandon_on_cancel=True)
+    except Exception:
+        logger.exception("sweeping dead sidecars' leftovers failed")
+
+
+async def _keep_watchdog(supervisor: Supervisor, interval: float) -> None:
+    while supervisor.ensure_watchdog():
+        await anyio.sleep(interval)
+    logger.error("the watchdog keeps dying; children may outlive this sidecar if it is killed")
 
 
 async def _stop_on_eof(app: SidecarApp, peer: JsonRpcPeer) -> None:

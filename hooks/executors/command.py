@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hooks import children
 from hooks.executors._capture import Capture
 from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, reap
 from hooks.interpret import parse_stdout
@@ -152,6 +153,7 @@ class _Run:
             )
         except OSError as exc:
             return ExecutionReport(status="error", error=f"could not start hook command (cwd {self.cwd}): {exc}")
+        children.started(self.proc.pid, own_group=True)
         pump = None
         try:
             self._watch(self.proc)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hooks import children
 from hooks.executors._capture import Capture
 from hooks.executors.command import KILL_GRACE_S, hook_env
 from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, reap
@@ -52,6 +53,7 @@ class _Launcher:
             start_new_session=True,
             limit=_REPLY_LIMIT,
         )
+        children.started(proc.pid, own_group=True)
         return cls(proc)
 
     @property

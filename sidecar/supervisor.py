@@ -1,0 +1,170 @@
+"""The sidecar's side of "nothing outlives the sidecar": its runtime record, the watchdog holding a pipe from it, the tracking of every child and CLI home, and the sweep of dead sidecars' leftovers at start-up.
+
+The watchdog (sidecar/reaper.py) is started first, in its own session, with
+the read end of a pipe whose write end only this process holds (descriptors
+are not inherited across exec). When the sidecar ends in any way, `kill -9`
+included, the kernel closes that end, the watchdog reads EOF and sweeps the
+record: everything recorded, their process groups and descendants, whatever
+carries this sidecar's token, and the CLI homes. This holds on Linux and
+macOS alike (a pipe's EOF is POSIX); PR_SET_PDEATHSIG would cover only direct
+children, only on Linux, and fires when the spawning *thread* ends. If the
+watchdog itself is killed, it is started again; if both die, the next sidecar
+sweeps the record at its start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from hooks import children
+from hooks.private_files import open_private, private_dir
+from sidecar import reaper
+
+log = logging.getLogger("sidecar.supervisor")
+
+WATCHDOG = Path(reaper.__file__).resolve()
+# Rewritten without dead children once past this size: a long session appends a line per hook run.
+_COMPACT_AT = 256 * 1024
+
+
+class Supervisor:
+    """One per sidecar process; install with `start()`, which also makes `hooks.children` report here."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = Path(data_dir)
+        self.run_dir = self.data_dir / reaper.RUN_DIR
+        self.homes_dir = self.data_dir / reaper.HOMES_DIR
+        self.token = secrets.token_hex(16)
+        self.started_at = reaper.start_of(os.getpid()) or "0"
+        self.record = self.run_dir / reaper.record_name(os.getpid(), self.started_at)
+        self._lock = threading.Lock()  # tracking may come from worker threads (hook set loading, SDK start)
+        self._fd = -1
+        self._pipe_w = -1
+        self.watchdog: subprocess.Popen[bytes] | None = None
+        self._respawns = 0
+
+    # ------------------------------------------------------------------ start / stop
+
+    def start(self) -> None:
+        """Write the record's header, put the token in our environment, start the watchdog, report children here."""
+        private_dir(self.run_dir)
+        self._fd = open_private(self.record, os.O_WRONLY | os.O_APPEND | os.O_TRUNC)
+        self._append({"sidecar": os.getpid(), "start": self.started_at, "token": self.token})
+        # Inherited by every child (hooks, launchers, the CLI and its commands), across setsid and double forks.
+        os.environ[reaper.TOKEN_VAR] = self.token
+        self._spawn_watchdog()
+        children.set_tracker(self.track)
+
+    def _spawn_watchdog(self) -> None:
+        read_end, self._pipe_w = os.pipe()  # both ends non-inheritable; only read_end is handed over, as stdin
+        try:
+            self.watchdog = subprocess.Popen(
+                # -I: the watchdog imports nothing from the sidecar's tree, PYTHONPATH or the working directory.
+                [sys.executable, "-I", str(WATCHDOG), "watch", str(self.record)],
+                stdin=read_end, stdout=subprocess.DEVNULL, cwd="/",
+                # Its own session: a frontend killing our process group must not take the cleaner with it.
+                start_new_session=True,
+            )
+        finally:
+            os.close(read_end)
+
+    def ensure_watchdog(self) -> bool:
+        """Start the watchdog again if it died while we live (someone killed it); False once we gave up."""
+        proc = self.watchdog
+        if proc is None or proc.poll() is None:
+            return True
+        if self._respawns >= 5:
+            return False
+        self._respawns += 1
+        log.warning("watchdog %d exited (code %s); starting another", proc.pid, proc.returncode)
+        os.close(self._pipe_w)
+        self._spawn_watchdog()
+        return True
+
+    def stop(self) -> None:
+        """Orderly end: stop reporting; the watchdog sees our pipe close at exit and sweeps what is left."""
+        children.set_tracker(None)
+
+    # ------------------------------------------------------------------ tracking
+
+    def track(self, pid: int, own_group: bool = False) -> None:
+        start = reaper.start_of(pid)
+        if start is None:
+            return  # already gone: whatever it started carries our token or sits in a recorded group
+        self._append({"pid": pid, "start": start, "group": own_group})
+
+    def claim_home(self, home: Path) -> None:
+        """Record a CLI home (only one directly under <data>/cli-home) so that it is removed when we die."""
+        path = os.path.abspath(home)
+        if os.path.dirname(path) != os.path.abspath(self.homes_dir):
+            return
+        self._append({"home": path})
+
+    def _append(self, entry: dict[str, object]) -> None:
+        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            if self._fd < 0:
+                return
+            os.write(self._fd, line)  # one O_APPEND write: a kill leaves whole lines, at most one torn
+            if os.fstat(self._fd).st_size > _COMPACT_AT:
+                self._compact()
+
+    def _compact(self) -> None:
+        record = reaper.read_record(self.record)
+        if record is None:
+            return
+        lines = [{"sidecar": os.getpid(), "start": self.started_at, "token": self.token}]
+        lines += [{"pid": p, "start": s, "group": g} for p, s, g in record.children if reaper.alive(p, s)]
+        lines += [{"home": h} for h in record.homes if os.path.isdir(h)]
+        data = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in lines).encode()
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, data)
+
+    # ------------------------------------------------------------------ start-up sweep
+
+    def sweep_dead(self) -> list[tuple[str, list[int], list[str]]]:
+        """Sweep what dead sidecars left (blocking: run it in a worker thread)."""
+        done = reaper.sweep_dead(self.data_dir)
+        for name, killed, removed in done:
+            log.info("swept dead sidecar record %s: killed %d process(es), removed %d CLI home(s)",
+                     name, len(killed), len(removed))
+        return done
+
+
+_current: Supervisor | None = None
+
+
+def install(data_dir: Path) -> Supervisor:
+    """Start this process's supervisor (once); `python -m sidecar` calls it before serving."""
+    global _current
+    if _current is None:
+        _current = Supervisor(data_dir)
+        _current.start()
+    return _current
+
+
+def current() -> Supervisor | None:
+    return _current
+
+
+def track(pid: int | None, *, own_group: bool = False) -> None:
+    """Report a child started outside the hook engine (the CLI, an evaluator's CLI); no-op without a supervisor."""
+    if pid is not None and _current is not None:
+        _current.track(pid, own_group)
+
+
+def claim_home(home: str | Path | None) -> None:
+    if home and _current is not None:
+        _current.claim_home(Path(home))
+
+
+def child_env() -> dict[str, str]:
+    """What a child started with an explicit environment must carry (the token); {} without a supervisor."""
+    return {reaper.TOKEN_VAR: _current.token} if _current is not None else {}
