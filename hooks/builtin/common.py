@@ -38,12 +38,6 @@ def conversation_key(ctx: HookContext, payload: dict[str, Any]) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def project_key(ctx: HookContext, payload: dict[str, Any]) -> str:
-    """The project name memory files things under: the basename of the session's project directory (claude-mem's choice)."""
-    base = ctx.project_dir or Path(payload.get("cwd") or ".")
-    return Path(base).resolve().name or str(base)
-
-
 def context(event: str, text: str) -> HookOutput:
     return HookOutput(hookSpecificOutput=HookSpecificOutput(hookEventName=event, additionalContext=text))
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -182,3 +185,32 @@ async def test_a_real_sessions_bash_output_leaves_no_secret_behind(tmp_path: Pat
     assert leaks_under(data) == {}
     events = (data / "sessions" / sid / "events.jsonl").read_text()
     assert "[REDACTED:" in events
+
+
+# ----------------------------------------------------------------------------- python -m hooks
+
+
+def test_python_m_hooks_test_keeps_no_secret(tmp_path: Path) -> None:
+    """`python -m hooks test` runs the built-in memory hooks for real: what it stores is redacted and private."""
+    project = tmp_path / "project"
+    project.mkdir()
+    data = tmp_path / "data"
+    env = dict(os.environ, ORION_DATA_DIR=str(data), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    payloads = [
+        ("UserPromptSubmit", {"prompt": "use " + ORDERED[0].line}),
+        ("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "cat deploy.log"}, "tool_use_id": "t1",
+                         "tool_response": {"stdout": DEPLOY_LOG, "stderr": ""}}),
+    ]
+    for event, payload in payloads:
+        done = subprocess.run(
+            [sys.executable, "-m", "hooks", "test", event, "--project", str(project), "--payload", "-",
+             "--session-id", "cli-1"],
+            input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert leaks_in((done.stdout + done.stderr).encode()) == []
+    assert (data / "memory.sqlite3").exists()
+    assert leaks_under(data) == {}
+    for path in [data, *data.rglob("*")]:
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
