@@ -60,7 +60,7 @@ def _params(record: logging.LogRecord) -> dict[str, Any]:
     level = record.levelname.lower()
     if level not in ("debug", "info", "warning", "error", "critical"):
         level = "info"
-    return {"level": level, "logger": record.name, "message": message}
+    return {"level": level, "logger": redact(record.name), "message": message}
 
 
 async def forward_logs(app: SidecarApp) -> None:

@@ -20,7 +20,8 @@ class LineFormatter(logging.Formatter):
         from hooks.redaction import redact, redact_value
 
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
-        line = f"{stamp} {record.levelname} {record.name}: {redact(record.getMessage())}"
+        # Hook names become logger names (`hooks.hook.<name>`) and come from project settings: redacted too.
+        line = f"{stamp} {record.levelname} {redact(record.name)}: {redact(record.getMessage())}"
         extra = getattr(record, "data", None)
         if isinstance(extra, dict):
             line += " " + " ".join(f"{k}={json.dumps(redact_value(v), default=str)}" for k, v in extra.items())

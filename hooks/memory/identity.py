@@ -123,6 +123,8 @@ def _register(data_dir: Path, real: str, st: os.stat_result, mark: str | None) -
     lock_fd = open_private(str(path) + ".lock", os.O_RDWR)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        # Read again under the lock: another sidecar may have registered (and marked) this folder meanwhile.
+        mark = _read_mark(real)
         projects = _load(path)
         entry = projects.get(real)
         if not (isinstance(entry, dict) and isinstance(entry.get("id"), str) and _same_dir(entry, st, mark)):
