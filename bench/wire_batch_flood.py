@@ -48,7 +48,7 @@ def run(mib: float) -> dict[str, Any]:
                             stderr=subprocess.DEVNULL, env=env, cwd=ROOT, bufsize=0)
     assert proc.stdin and proc.stdout
     out = proc.stdout
-    proc.stdin.write(b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1}}\n')
+    proc.stdin.write(b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2026-11-01","clientInfo":{"name":"bench","version":"0"}}}\n')
     out.readline()
     rss_idle = vm_hwm_kib(proc.pid)
     batch = build_batch(mib)
