@@ -134,6 +134,9 @@ def _first_chars(rx: str) -> frozenset[str]:
     return frozenset(found) if found else _RUN_CHARS
 
 
+_UNSET = object()
+
+
 class _TokenTable:
     """Which formats can start with which character, compiled per character on first need.
 
@@ -159,13 +162,12 @@ class _TokenTable:
         return self._sources
 
     def pattern(self, ch: str) -> re.Pattern[str] | None:
-        try:
-            return self._compiled[ch]
-        except KeyError:
+        compiled = self._compiled.get(ch, _UNSET)
+        if compiled is _UNSET:
             sources = self._by_char().get(ch)
             compiled = re.compile("|".join(f"(?:{rx})" for rx in sources)) if sources else None
             self._compiled[ch] = compiled
-            return compiled
+        return compiled  # type: ignore[return-value]
 
     def candidates(self) -> re.Pattern[str]:
         # A word start whose first character begins some format; `n`, `r`, `t` also for an escape (`\nAKIA…`).
