@@ -165,6 +165,9 @@ PROVIDER_ENV = {
 }
 # Never to the CLI, whatever matches above or the user lists: the sidecar's own configuration and secrets.
 NEVER_PREFIXES = ("ORION_",)
+# The one exception: the run token the process supervisor finds our leftovers by (sidecar/reaper.py). It is
+# no secret (it only marks processes as this sidecar's) and must reach the CLI's commands for the sweep to work.
+RUN_TOKEN_VAR = "ORION_SIDECAR_RUN"
 # Names the user wants the CLI to have besides the above (space- or comma-separated), e.g. a build tool's setting.
 PASS_VAR = "ORION_CLI_ENV_PASS"
 
@@ -188,6 +191,8 @@ def cli_environment(
     providers = tuple(p for switch, prefixes in PROVIDER_ENV.items() if _truthy(base.get(switch)) for p in prefixes)
 
     def allowed(name: str) -> bool:
+        if name == RUN_TOKEN_VAR:
+            return True
         if name in never or name.startswith(NEVER_PREFIXES):
             return False
         return name in CLI_ENV_NAMES or name in extra or name.startswith(CLI_ENV_PREFIXES + providers)
