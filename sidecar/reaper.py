@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import stat
-import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 TOKEN_VAR = "ORION_SIDECAR_RUN"
@@ -49,11 +46,17 @@ _DEATH_WAIT_S = 2.0
 def start_of(pid: int) -> str | None:
     """The process's start time as an opaque string, or None when it is gone (or cannot be read)."""
     if _LINUX:
+        # os-level calls: a file object adds fstat/ioctl/lseek, and this runs once per hook spawn.
         try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
+            fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             return None
+        finally:
+            os.close(fd)
         return fields[19].decode() if len(fields) > 19 else None
     try:
         import psutil  # type: ignore[import-untyped]
@@ -84,14 +87,17 @@ def alive(pid: int, start: str) -> bool:
 # --------------------------------------------------------------------------- records
 
 
-@dataclass(slots=True)
 class Record:
-    path: Path
-    sidecar: int = 0
-    start: str = ""
-    token: str = ""
-    children: list[tuple[int, str, bool]] = field(default_factory=list)  # (pid, start, leads its group)
-    homes: list[str] = field(default_factory=list)
+    # Plain classes, not dataclasses: building a dataclass costs about a millisecond of the sidecar's start-up.
+    __slots__ = ("path", "sidecar", "start", "token", "children", "homes")
+
+    def __init__(self, path: Path, sidecar: int = 0, start: str = "") -> None:
+        self.path = path
+        self.sidecar = sidecar
+        self.start = start
+        self.token = ""
+        self.children: list[tuple[int, str, bool]] = []  # (pid, start, leads its own group)
+        self.homes: list[str] = []
 
 
 def read_record(path: Path) -> Record | None:
@@ -122,13 +128,12 @@ def read_record(path: Path) -> Record | None:
 # --------------------------------------------------------------------------- the process table
 
 
-@dataclass(slots=True)
 class Proc:
-    pid: int
-    ppid: int
-    pgid: int
-    start: str
-    carries: bool  # its environment holds the token
+    __slots__ = ("pid", "ppid", "pgid", "start", "carries")
+
+    def __init__(self, pid: int, ppid: int, pgid: int, start: str, carries: bool) -> None:
+        self.pid, self.ppid, self.pgid, self.start = pid, ppid, pgid, start
+        self.carries = carries  # its environment holds the token
 
 
 def _table_linux(needle: bytes | None) -> dict[int, Proc]:
@@ -157,6 +162,8 @@ def _table_linux(needle: bytes | None) -> dict[int, Proc]:
 
 def _table_ps(needle: bytes | None) -> dict[int, Proc]:
     # macOS and other BSDs: ps shows the tree, and with -E the environment of our own processes.
+    import subprocess
+
     table: dict[int, Proc] = {}
     try:
         out = subprocess.run(["ps", "-axww", "-o", "pid=,ppid=,pgid=,uid="], capture_output=True, timeout=10).stdout
@@ -263,6 +270,8 @@ def _running(pid: int, start: str) -> bool:
 
 def remove_homes(record: Record, data_dir: Path) -> list[str]:
     """Remove the record's CLI homes; only directories directly inside <data>/cli-home are ever touched."""
+    import shutil
+
     removed = []
     homes_root = os.path.realpath(data_dir / HOMES_DIR)
     for home in record.homes:

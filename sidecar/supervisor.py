@@ -17,14 +17,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
+import stat
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 from hooks import children
-from hooks.private_files import open_private, private_dir
 from sidecar import reaper
 
 log = logging.getLogger("sidecar.supervisor")
@@ -41,7 +40,7 @@ class Supervisor:
         self.data_dir = Path(data_dir)
         self.run_dir = self.data_dir / reaper.RUN_DIR
         self.homes_dir = self.data_dir / reaper.HOMES_DIR
-        self.token = secrets.token_hex(16)
+        self.token = os.urandom(16).hex()  # `secrets` would cost ~6 ms of start-up for the same call
         self.started_at = reaper.start_of(os.getpid()) or "0"
         self.record = self.run_dir / reaper.record_name(os.getpid(), self.started_at)
         self._lock = threading.Lock()  # tracking may come from worker threads (hook set loading, SDK start)
@@ -54,8 +53,8 @@ class Supervisor:
 
     def start(self) -> None:
         """Write the record's header, put the token in our environment, start the watchdog, report children here."""
-        private_dir(self.run_dir)
-        self._fd = open_private(self.record, os.O_WRONLY | os.O_APPEND | os.O_TRUNC)
+        self._fd = _open_private(self.run_dir, self.record)
+        self._size = 0
         self._append({"sidecar": os.getpid(), "start": self.started_at, "token": self.token})
         # Inherited by every child (hooks, launchers, the CLI and its commands), across setsid and double forks.
         os.environ[reaper.TOKEN_VAR] = self.token
@@ -113,7 +112,8 @@ class Supervisor:
             if self._fd < 0:
                 return
             os.write(self._fd, line)  # one O_APPEND write: a kill leaves whole lines, at most one torn
-            if os.fstat(self._fd).st_size > _COMPACT_AT:
+            self._size += len(line)
+            if self._size > _COMPACT_AT:
                 self._compact()
 
     def _compact(self) -> None:
@@ -126,6 +126,7 @@ class Supervisor:
         data = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in lines).encode()
         os.ftruncate(self._fd, 0)
         os.write(self._fd, data)
+        self._size = len(data)
 
     # ------------------------------------------------------------------ start-up sweep
 
@@ -136,6 +137,25 @@ class Supervisor:
             log.info("swept dead sidecar record %s: killed %d process(es), removed %d CLI home(s)",
                      name, len(killed), len(removed))
         return done
+
+
+def _open_private(run_dir: Path, record: Path) -> int:
+    """<data>/run 0700 (parents too), the record 0600 from its creation; not hooks.private_files: its imports
+    (tempfile, shutil) would cost start-up time here, before the first request is read."""
+    missing = []
+    probe = run_dir
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+    st = os.stat(run_dir)
+    if stat.S_IMODE(st.st_mode) & 0o077 and st.st_uid == os.geteuid():
+        os.chmod(run_dir, 0o700)
+    return os.open(record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
 
 
 _current: Supervisor | None = None
