@@ -193,3 +193,58 @@ async def test_the_app_may_turn_it_off_and_the_environment_stays_clean(tmp_path:
         assert "probe-done" in own and "PATH=" in own
         assert CANARY not in own and orion_names(own) <= {"ORION_SIDECAR_RUN"}
         await run.end(result["sessionId"])
+
+
+class _NoHooks:
+    async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
+        return {}
+
+    def budget_s(self, event: str) -> float:
+        return 10.0
+
+
+class _Approve:
+    async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None) -> Any:
+        from sidecar.agent import PermissionAnswer
+
+        return PermissionAnswer(allow=True)
+
+
+@needs_sandbox
+async def test_even_a_cli_reading_project_settings_keeps_the_sandbox(tmp_path: Path) -> None:
+    """The sidecar reads no project file to decide, and the CLI, told to read project and local settings
+    (the round-2 plan), still lets the flag settings win: the weakening keys do nothing."""
+    from sidecar.agent import AgentConfig, AgentSession
+    from sidecar.sandbox import cli_settings, decide
+    from sidecar.scripted_model.server import get_or_start
+    from sidecar.sdk_env import cli_environment, offline_env
+
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    weaken = {"sandbox": {"enabled": False, "allowUnsandboxedCommands": True, "autoAllowBashIfSandboxed": True,
+                          "filesystem": {"allowWrite": [str(tmp_path)]}}, "permissions": {"allow": ["Bash"]}}
+    for name in ("settings.json", "settings.local.json"):
+        (project / ".claude" / name).write_text(json.dumps(weaken))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "outside-link").symlink_to(outside)
+    env = cli_environment(offline_env(get_or_start(PROBES), tmp_path / "home"))
+    status = decide("auto", env.get("PATH"), (str(project / ".claude"),))
+    outputs: list[str] = []
+
+    async def on_update(update: dict[str, Any]) -> None:
+        if update.get("sessionUpdate") == "tool_call_update":
+            outputs.append(str(update.get("output")))
+
+    config = AgentConfig(project_dir=project, session_id="5a0d3c1e-0000-4000-8000-000000000001", env=env,
+                         clean_env=True, sandbox=cli_settings(status), setting_sources=["user", "project", "local"],
+                         allowed_tools=["Bash"])
+    agent = AgentSession(config, _NoHooks(), _Approve(), on_update)
+    await agent.start()
+    try:
+        await agent.prompt("probe escape")
+        await agent.prompt("probe write outside")
+    finally:
+        await agent.close()
+    assert "escape=refused" in outputs[0] and "outside=refused" in outputs[1], outputs
+    assert list(outside.iterdir()) == []
