@@ -1,6 +1,8 @@
 """Guard coverage: how much of the dangerous corpus `protection` denies or asks about, its false-positive rate on everyday commands, and its cost.
 
-Run: .venv/bin/python bench/guard_coverage.py [N]   (from the repository root; temp dirs only, HOME isolated)
+Run: .venv/bin/python bench/guard_coverage.py [N] [--module FILE]   (from the repository root; temp dirs only,
+HOME isolated). --module measures another protection.py (e.g. `git show 2ab6f47:hooks/builtin/protection.py`)
+on the same corpus: anything with `evaluate(payload, cwd)` returning `.deny` (and optionally `.ask`).
 """
 
 from __future__ import annotations
@@ -32,11 +34,26 @@ def _median_us(fn, n: int) -> float:
     return statistics.median(samples) * 1e6
 
 
-def main(n: int) -> None:
+def _load(module: str | None):
+    if module is None:
+        from hooks.builtin.protection import evaluate
+
+        return evaluate
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("protection_under_test", module)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(mod)
+    return mod.evaluate
+
+
+def main(n: int, module: str | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         _isolate(home)
-        from hooks.builtin.protection import evaluate
+        evaluate = _load(module)
         from tests.security.guard_corpus import BENIGN, DANGEROUS, populate
 
         project = home / "work" / "project"
@@ -45,7 +62,7 @@ def main(n: int) -> None:
 
         def decide(command: str) -> str | None:
             v = evaluate({"tool_name": "Bash", "tool_input": {"command": command}, "cwd": str(project)}, str(project))
-            return "deny" if v.deny else "ask" if v.ask else None
+            return "deny" if v.deny else "ask" if getattr(v, "ask", None) else None
 
         got = [(c, want, decide(c)) for c, want in DANGEROUS]
         caught = [g for g in got if g[2] is not None]
@@ -69,7 +86,7 @@ def main(n: int) -> None:
             ("python3 -c one-liner", "python3 -c \"import json; print(json.load(open('package.json')))\""),
         ]:
             print(f"  {label:48} {_median_us(lambda c=command: decide(c), n):8.1f} µs")
-        print("\nhostile input (one call each; linear-time check):")
+        print("\nhostile input (best of 3 calls; linear-time check):")
         for label, command in [
             ("100k characters of words", "echo " + "a " * 49_997),
             ("5,000 nested $(", "$(" * 5000),
@@ -77,10 +94,16 @@ def main(n: int) -> None:
             ("10,000 unclosed quotes", "'" * 10_001),
             ("100 KiB of here-doc openers", "<<EOF\n" * 16_000),
         ]:
-            start = time.perf_counter()
-            result = decide(command)
-            print(f"  {label:48} {(time.perf_counter() - start) * 1e3:8.2f} ms  → {result}")
+            best = float("inf")
+            for _ in range(3):
+                start = time.perf_counter()
+                result = decide(command)
+                best = min(best, time.perf_counter() - start)
+            print(f"  {label:48} {best * 1e3:8.2f} ms  → {result}")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+    args = sys.argv[1:]
+    module = args[args.index("--module") + 1] if "--module" in args else None
+    counts = [a for a in args if a.isdigit()]
+    main(int(counts[0]) if counts else 2000, module)

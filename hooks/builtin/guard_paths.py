@@ -87,9 +87,10 @@ def secret_reason(full: str, home: str, content: str | None = None) -> str | Non
         return f"{name} holds environment secrets"
     if lower in CREDENTIAL_NAMES or (lower.startswith("service-account") and lower.endswith(".json")):
         return f"{name} is a credentials file"
-    for cred in CREDENTIAL_DIRS:
-        if under(full, posixpath.join(home, cred)) or f"/{cred}/" in full:
-            return f"{cred}/ holds credentials"
+    if "/." in full:  # every credential directory is a dot-directory: most paths skip the loop
+        for cred in CREDENTIAL_DIRS:
+            if f"/{cred}/" in full or full.endswith(f"/{cred}"):
+                return f"{cred}/ holds credentials"
     if _is_key(full, content):
         return f"{name} looks like a private key or certificate store"
     return None
@@ -127,6 +128,8 @@ class GuardPaths:
         return _for_call(key)
 
     def orion_reason(self, full: str) -> str | None:
+        if not full.startswith(tuple(root for root, _ in self.orion_dirs)):
+            return None  # one C-level test for the common path outside every one of them
         for root, what in self.orion_dirs:
             if under(full, root):
                 if self.project and under(self.project, root) and under(full, self.project):
@@ -160,9 +163,10 @@ class GuardPaths:
         parts = full.split("/")
         if ".git" in parts[:-1]:
             return "deny", "files inside .git are git's internal state (config, hooks, objects)"
-        for sysdir in SYSTEM_DIRS:
-            if under(full, sysdir):
-                return "deny", f"{sysdir} is a system directory"
+        if full.startswith(SYSTEM_DIRS):
+            for sysdir in SYSTEM_DIRS:
+                if under(full, sysdir):
+                    return "deny", f"{sysdir} is a system directory"
         why = self.machinery_reason(full)
         if why:
             return "ask", why
