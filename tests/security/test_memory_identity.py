@@ -146,8 +146,19 @@ async def test_a_moved_folder_keeps_its_memory_and_a_copy_starts_empty(tmp_path:
     assert "tealbadger" not in await sessions.recall(copy)
 
 
+def xattrs_supported(path: Path) -> bool:
+    try:
+        os.setxattr(path, "user.orion.probe", b"1")
+    except OSError:
+        return False
+    return True
+
+
 @pytest.mark.asyncio
 async def test_a_new_folder_at_an_old_projects_path_starts_empty(tmp_path: Path) -> None:
+    if not xattrs_supported(tmp_path):
+        # Without extended attributes the inode stands in, and a re-created folder may reuse it (documented).
+        pytest.skip("the file system under tmp_path keeps no user xattrs")
     path = folder(tmp_path / "src" / "app")
     sessions = Sessions(tmp_path / "data")
     await sessions.work(path, "rustyanchor")
