@@ -148,6 +148,8 @@ class GuardPaths:
                         "in this and later sessions")
         if posixpath.dirname(full) == self.home and posixpath.basename(full) in SHELL_STARTUP:
             return f"{posixpath.basename(full)} runs in every new shell: editing it changes what runs later"
+        if full in (posixpath.join(self.home, ".gitconfig"), posixpath.join(self.home, ".config", "git", "config")):
+            return "the user's git configuration can name programs git runs (hooksPath, pager, …): editing it changes what runs"
         return None
 
     def write_verdict(self, full: str, content: str | None = None) -> tuple[str, str] | None:

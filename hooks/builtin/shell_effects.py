@@ -144,6 +144,8 @@ def _expand(word: Word, scope: Scope) -> str | None:
 def _resolve(value: str, scope: Scope) -> str | None:
     if scope.cwd is None and not value.startswith(("/", "~")):
         return None
+    if value.startswith("~") and value != "~" and not value.startswith("~/"):
+        return None  # ~user: another user's home, which the guard does not look up
     return normalise(value, scope.cwd or "/", scope.paths.home)
 
 
@@ -218,8 +220,8 @@ def _delete(word: Word, scope: Scope, found: Findings, recursive: bool) -> None:
         stripped = re.sub(r"/?[^/]*[*?\[{][^/]*$", "", value) or ("/" if value.startswith("/") else ".")
     full = _resolve(stripped, scope)
     if full is None:
-        if recursive and value in ("*", ".", "./*", ".*"):
-            found.ask(f"it recursively deletes {value} in a directory only known when it runs")
+        if recursive:
+            found.ask(f"it recursively deletes {value}, in a place only known when it runs")
         _write(word, scope, found, "deletes")
         return
     if recursive:
@@ -286,7 +288,8 @@ def _simple(cmd: Simple, scope: Scope, found: Findings, upstream: Stage | None) 
     words = list(cmd.words)
     # Leading assignments: remembered when they are the whole command, so `F=.env; echo x > $F` is followed.
     i = 0
-    while i < len(words) and not words[i].quoted and _ASSIGNMENT.fullmatch(words[i].text):
+    # (A quoted value still makes an assignment: `X="a b"`; a quoted name would not, which errs towards analysing more.)
+    while i < len(words) and _ASSIGNMENT.fullmatch(words[i].text):
         i += 1
     if i and i == len(words):
         for w in words:
@@ -299,7 +302,13 @@ def _simple(cmd: Simple, scope: Scope, found: Findings, upstream: Stage | None) 
             else:
                 scope.vars[m.group(1)] = value
         return stage
-    words = _unwrap(words[i:], scope, found)
+    words = words[i:]
+    if words and words[0].dynamic:
+        # `a=r; b=m; $a$b -rf /` and `X="rm -rf /"; $X`: run what the variables hold, split as the shell splits.
+        value = _expand(words[0], scope)
+        if value is not None:
+            words = ([Word(value)] if words[0].quoted else [Word(t) for t in value.split()]) + words[1:]
+    words = _unwrap(words, scope, found)
     if not words:
         return stage
     prog = posixpath.basename(words[0].text)
@@ -474,6 +483,8 @@ def _copy(prog, args, scope, found, stage, upstream, stdin_body) -> None:
     else:
         sources = ops
     remote = prog in ("scp", "rsync", "sftp") and _is_remote(target.text)
+    if prog == "rsync" and not remote and any(a.text.startswith("--del") for a in args):
+        _delete(target, scope, found, recursive=True)  # --delete empties what the source lacks
     for src in sources:
         if prog == "mv":
             _write(src, scope, found, "moves away")
@@ -760,6 +771,8 @@ def _network(prog: str, args: list[Word], scope: Scope, found: Findings) -> None
             candidates.append(t[1:])
         if "=@" in t or "=<" in t:
             candidates.append(re.split(r"=[@<]", t, maxsplit=1)[1].split(";", 1)[0])
+        if k and args[k - 1].text == "--data-urlencode" and "@" in t:
+            candidates.append(t.split("@", 1)[1])
         if t.startswith(("-d@", "-F@")):
             candidates.append(t[3:])
         if t.startswith(("--post-file=", "--body-file=", "--upload-file=")):

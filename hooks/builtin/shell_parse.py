@@ -299,9 +299,15 @@ class _Parser:
             out: list[str] = []
             while j < n and s[j] != "'":
                 if s[j] == "\\" and j + 1 < n:
+                    m = _ANSI_NUMERIC.match(s, j + 1)
+                    if m:  # \xHH, \uHHHH, \UHHHHHHHH, \NNN: decoded, so `$'\x72\x6d'` is seen as `rm`
+                        code = m.group(0)
+                        base = 8 if code[0].isdigit() else 16
+                        value = int(code if base == 8 else code[1:], base)
+                        out.append(chr(value) if value < 0x110000 else "?")
+                        j = m.end()
+                        continue
                     out.append(_ANSI_ESCAPES.get(s[j + 1], s[j + 1]))
-                    if s[j + 1] in "x0":
-                        w.dynamic = True  # byte escapes: we do not decode them, so we do not vouch for the text
                     j += 2
                 else:
                     out.append(s[j])
@@ -374,5 +380,6 @@ class _Parser:
         return sub, j
 
 
+_ANSI_NUMERIC = re.compile(r"x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}")
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "v": "\v",
                  "\\": "\\", "'": "'", '"': '"'}
