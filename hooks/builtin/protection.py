@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -11,6 +12,8 @@ from hooks.builtin.common import BuiltinEnv, Options, ask, context, deny
 from hooks.builtin.guard_paths import GuardPaths, normalise, under
 from hooks.builtin.shell_effects import analyse
 from hooks.types import HookContext, HookFunction, HookOutput
+
+log = logging.getLogger("hooks.builtin.protection")
 
 FILE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 PREFIX = "Blocked by Orion's protection hook: "
@@ -77,7 +80,11 @@ def evaluate(payload: dict[str, Any], cwd: str, paths: GuardPaths | None = None)
         command = tool_input.get("command")
         if not isinstance(command, str):
             return Verdict()
-        found = analyse(_without_isolation_prefix(command), paths, cwd)
+        try:
+            found = analyse(_without_isolation_prefix(command), paths, cwd)
+        except Exception:  # noqa: BLE001 - a guard bug must not fail open (the engine's default for a crash)
+            log.exception("protection could not analyse a command")
+            return Verdict(ask=f"{ASK_PREFIX}the guard could not check this command.")
         if found.level == "deny":
             return Verdict(deny=f"{PREFIX}this command is not allowed because {found.reason}.")
         if found.level == "ask":

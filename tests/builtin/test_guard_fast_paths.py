@@ -58,3 +58,24 @@ def test_the_parser_never_raises_on_any_text(command):
        st.lists(st.sampled_from(["-v", "./build", "x=1", "--", "a.txt"]), max_size=3))
 def test_plain_dangerous_commands_are_still_denied(command, extra):
     assert dangerous_command_reason(" ".join([command, *extra]), "/p") is not None
+
+
+SHELLISH = st.text(alphabet="ab.e/~ $(){}[]`'\"\\;|&<>#\n*?=-!:@x0123", max_size=80)
+WORDS = st.lists(st.sampled_from(["rm", "-rf", "/", "~", ".env", "sh", "-c", "cd", "&&", "|", "curl", "-d", "@.env", "nc",
+                                  "cp", "mv", "sed", "-i", ">", ">>", "<", "eval", "find", "-delete", "-exec", "{}", ";",
+                                  "git", "config", "core.hooksPath", "python3", "'open(\"x\",\"w\")'", "$X", "$(", ")",
+                                  "xargs", "sudo", "env", "tee", "<<EOF\n", "\nEOF\n"]), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(SHELLISH, WORDS.map(" ".join)))
+def test_protection_never_raises_and_never_approves(command):
+    from hooks.builtin.guard_paths import GuardPaths
+    from hooks.builtin.protection import evaluate
+    from hooks.builtin.shell_effects import analyse
+
+    # analyse itself, not only evaluate (which turns a crash into "ask"): a crash here is a bug to fix.
+    assert analyse(command, GuardPaths.for_call("/p", None, None), "/p").level in (None, "deny", "ask")
+    verdict = evaluate({"tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/p"}, "/p")
+    assert not (verdict.deny and verdict.ask)
+    assert not hasattr(verdict, "allow")
