@@ -38,7 +38,7 @@ def aggregate(event: str, results: list[HookResult]) -> AggregateResult:
             agg.updated_input = upd
         ctx = context_of(r, event)
         if ctx:
-            contexts.append(f"[{r.hook_name}] {ctx}")
+            contexts.append(ctx)  # unlabelled and newline-joined, as Claude Code gives several hooks' context
         out = r.output if r.outcome in ("success", "blocked") else None
         if out is not None:
             if out.systemMessage:
@@ -50,7 +50,7 @@ def aggregate(event: str, results: list[HookResult]) -> AggregateResult:
             if out.suppressOutput:
                 agg.suppress_output = True
     if contexts:
-        agg.additional_context = "\n\n".join(contexts)
+        agg.additional_context = "\n".join(contexts)
     return agg
 
 

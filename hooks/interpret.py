@@ -58,8 +58,9 @@ def decision_of(result: HookResult, event: str) -> tuple[str | None, str | None]
     if result.outcome not in ("success", "blocked"):
         return None, None
     if result.outcome == "blocked" and result.output is None:
-        # exit 2 (or an evaluator's {"ok": false}): stderr is the reason
-        return deny_word, (result.stderr.strip() or result.text or f"blocked by hook {result.hook_name!r}")
+        # exit 2 (or an evaluator's {"ok": false}): stderr is the reason, after the command as Claude Code writes it
+        reason = result.stderr.strip() or result.text or f"blocked by hook {result.hook_name!r}"
+        return deny_word, (f"[{result.label}]: {reason}" if result.label else reason)
     out = result.output
     if out is None:
         return None, None
@@ -134,6 +135,7 @@ def make_result(spec: Any, event: str, report: ExecutionReport, execution_id: st
         traceback=report.traceback,
         fail_closed=spec.fail_closed,
         background=spec.run_async,
+        label=spec.command if spec.type == "command" else None,
     )
     if report.status != "ok":
         result.outcome = report.status

@@ -115,6 +115,8 @@ class SessionContext:
     agent_type: str | None = None
     # Set when a skill is running (skill-scoped hooks match on it).
     skill: str | None = None
+    # The CLI's config directory (CLAUDE_CONFIG_DIR): where SessionStart hooks' CLAUDE_ENV_FILE lives.
+    cli_config_dir: Path | None = None
 
 
 @dataclass(slots=True)
@@ -230,6 +232,8 @@ class HookResult:
     fail_closed: bool = False
     background: bool = False  # an `async: true` hook the agent did not wait for
     enforced: bool = True  # False when a block was reported but not enforced (stop loop guard)
+    # Claude Code names a command hook in what the model reads of its exit-2 reason: "[<command>]: <stderr>".
+    label: str | None = None
 
 
 @dataclass(slots=True)

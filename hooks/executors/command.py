@@ -26,15 +26,36 @@ _READ = 65536
 
 
 def hook_env(call: HookCall) -> dict[str, str]:
-    """The variables every hook child gets on top of the parent environment."""
+    """The variables every hook child gets on top of the parent environment: Claude Code's own, then ours."""
     session = call.context.session
-    return {
+    payload = call.payload
+    session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else session.session_id
+    env = {
+        "CLAUDECODE": "1",
         "CLAUDE_PROJECT_DIR": str(session.project_dir),
-        "CLAUDE_SESSION_ID": session.session_id,
+        "CLAUDE_CODE_SESSION_ID": session_id,
         "SESSION_ID": session.session_id,
         "HOOK_EVENT": call.event,
         "HOOK_TIMEOUT": str(int(call.timeout_s * 1000)),
     }
+    effort = payload.get("effort")
+    if isinstance(effort, dict) and isinstance(effort.get("level"), str):
+        env["CLAUDE_EFFORT"] = effort["level"]
+    if call.event == "SessionStart" and session.cli_config_dir is not None:
+        env["CLAUDE_ENV_FILE"] = str(session_env_file(session.cli_config_dir, session_id, session.state))
+    return env
+
+
+def session_env_file(config_dir: Path, session_id: str, state: Any) -> Path:
+    """Where a SessionStart hook's `export` lines go: the file the CLI reads before each later Bash command.
+
+    The CLI's own layout (2.1.330): `<config>/session-env/<session id>/sessionstart-hook-<n>.sh`, one per hook.
+    """
+    n = state.get("_session_env_files", 0)
+    state["_session_env_files"] = n + 1
+    directory = Path(config_dir) / "session-env" / session_id
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return directory / f"sessionstart-hook-{n}.sh"
 
 
 _last_pid_fd: int | None = None

@@ -163,7 +163,9 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
         with anyio.fail_after(RUN_TIMEOUT_S):
             await client.request("hooks/trust", {"projectDir": str(project)})
             created = await client.request("session/new", {
-                "projectDir": str(project), "model": f"scripted:{scenario}", "allowedTools": list(case.allowed_tools)})
+                "projectDir": str(project), "model": f"scripted:{scenario}", "allowedTools": list(case.allowed_tools),
+                # the reference CLI runs unsandboxed: compare hooks, not the sandbox's own prompt text
+                "sandbox": "off"})
             sid = created["sessionId"]
             try:
                 answer = await client.request("session/prompt", {"sessionId": sid, "prompt": case.prompt},

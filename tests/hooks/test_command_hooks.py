@@ -33,10 +33,10 @@ async def test_exit0_json_permission_decision_reason_updated_input_and_context(p
         "updatedInput": {"command": "ls -la"}, "additionalContext": "listing is fine"}}, name="h"))
     assert agg.decision == "allow" and agg.reason == "safe"
     assert agg.updated_input == {"command": "ls -la"}
-    assert agg.additional_context == "[h] listing is fine"
+    assert agg.additional_context == "listing is fine"
     assert agg.to_hook_json() == {"hookSpecificOutput": {
         "hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": "safe",
-        "updatedInput": {"command": "ls -la"}, "additionalContext": "[h] listing is fine"}}
+        "updatedInput": {"command": "ls -la"}, "additionalContext": "listing is fine"}}
 
 
 @pytest.mark.asyncio
@@ -52,10 +52,10 @@ async def test_exit0_json_other_permission_decisions(project, decision):
 @pytest.mark.asyncio
 async def test_exit0_plain_stdout_is_context_on_user_prompt_submit_and_session_start(project):
     agg = await fire(project, "UserPromptSubmit", {"prompt": "hi"}, cmd("echo 'Project rule: be brief.'", name="banner"))
-    assert agg.additional_context == "[banner] Project rule: be brief."
-    assert agg.to_hook_json()["hookSpecificOutput"]["additionalContext"] == "[banner] Project rule: be brief."
+    assert agg.additional_context == "Project rule: be brief."
+    assert agg.to_hook_json()["hookSpecificOutput"]["additionalContext"] == "Project rule: be brief."
     agg = await fire(project, "SessionStart", {"source": "startup"}, cmd("echo welcome", name="w"))
-    assert agg.additional_context == "[w] welcome"
+    assert agg.additional_context == "welcome"
 
 
 @pytest.mark.asyncio
@@ -100,10 +100,12 @@ async def test_exit0_invalid_json_is_an_error_and_fails_open(project):
 @pytest.mark.asyncio
 async def test_exit2_on_pre_tool_use_denies_with_stderr_and_json_allow_cannot_override(project):
     allow = json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}})
-    agg = await fire(project, "PreToolUse", PRE_BASH, cmd(f"echo '{allow}'; echo 'rm is forbidden' >&2; exit 2"))
+    command = f"echo '{allow}'; echo 'rm is forbidden' >&2; exit 2"
+    agg = await fire(project, "PreToolUse", PRE_BASH, cmd(command))
     r = agg.results[0]
     assert (r.outcome, r.exit_code) == ("blocked", 2)
-    assert agg.decision == "deny" and agg.reason == "rm is forbidden"
+    # What the model reads, as Claude Code writes it: the command in brackets, then stderr.
+    assert agg.decision == "deny" and agg.reason == f"[{command}]: rm is forbidden"
     assert agg.to_hook_json()["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
@@ -111,7 +113,7 @@ async def test_exit2_on_pre_tool_use_denies_with_stderr_and_json_allow_cannot_ov
 @pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop", "SubagentStop", "PreCompact"])
 async def test_exit2_blocks_other_blocking_events(project, event):
     agg = await fire(project, event, {}, cmd("echo 'keep going' >&2; exit 2"))
-    assert agg.decision == "block" and agg.reason == "keep going"
+    assert agg.decision == "block" and agg.reason == "[echo 'keep going' >&2; exit 2]: keep going"
 
 
 @pytest.mark.asyncio
@@ -144,7 +146,7 @@ async def test_env_stdin_and_cwd(project):
     out = project.root / "env.json"
     py = (
         "import json,os,sys; d=json.load(sys.stdin); "
-        "k=['CLAUDE_PROJECT_DIR','CLAUDE_SESSION_ID','HOOK_EVENT','SESSION_ID','HOOK_TIMEOUT','HOOK_PAYLOAD']; "
+        "k=['CLAUDE_PROJECT_DIR','CLAUDE_CODE_SESSION_ID','CLAUDECODE','HOOK_EVENT','SESSION_ID','HOOK_TIMEOUT','HOOK_PAYLOAD']; "
         f"json.dump({{'stdin': d, 'env': {{x: os.environ.get(x) for x in k}}, 'cwd': os.getcwd()}}, open({str(out)!r}, 'w'))"
     )
     await fire(project, "PreToolUse", PRE_BASH, cmd(f"python3 -c \"{py}\"", timeout=7), sid="abc-123")
@@ -152,7 +154,7 @@ async def test_env_stdin_and_cwd(project):
     assert got["stdin"]["tool_input"] == {"command": "ls"} and got["stdin"]["hook_event_name"] == "PreToolUse"
     env = got["env"]
     assert env["CLAUDE_PROJECT_DIR"] == str(project.root) and got["cwd"] == str(project.root)
-    assert env["CLAUDE_SESSION_ID"] == env["SESSION_ID"] == "abc-123"
+    assert env["CLAUDE_CODE_SESSION_ID"] == env["SESSION_ID"] == "abc-123" and env["CLAUDECODE"] == "1"
     assert env["HOOK_EVENT"] == "PreToolUse" and env["HOOK_TIMEOUT"] == "7000"
     assert json.loads(env["HOOK_PAYLOAD"]) == got["stdin"]
 

@@ -55,7 +55,7 @@ async def test_async_run_printed_json_and_sys_exit_2(project, trusted):
         async with running(trusted("UserPromptSubmit", py("a.py"), py("b.py"), py("c.py"))) as runner:
             agg = await runner.fire("UserPromptSubmit", {"prompt": "x"}, session(project))
     assert [r.outcome for r in agg.results] == ["success", "success", "blocked"]
-    assert agg.additional_context == "[a.py] plain context\n\n[b.py] from print"
+    assert agg.additional_context == "plain context\nfrom print"
     assert agg.decision == "block" and agg.reason == "no secrets in prompts"
 
 
@@ -86,7 +86,7 @@ async def test_a_hard_crash_kills_only_that_hook_and_the_launcher_respawns(proje
             agg = await runner.fire("Stop", {}, session(project))
             assert agg.results[0].outcome == "error" and "exited (code 9)" in agg.results[0].error
             agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
-            assert agg.results[0].outcome == "success" and agg.additional_context == "[ok.py] fine"
+            assert agg.results[0].outcome == "success" and agg.additional_context == "fine"
 
 
 @pytest.mark.asyncio
@@ -103,7 +103,7 @@ async def test_a_hang_times_out_kills_the_launcher_and_the_next_call_works(proje
             assert agg.results[0].outcome == "timeout" and agg.decision is None
             assert pids_alive(list(first)) == []
             agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
-            assert agg.additional_context == "[ok.py] after"
+            assert agg.additional_context == "after"
             assert launcher_pids(runner).isdisjoint(first)
 
 
@@ -114,7 +114,7 @@ async def test_an_edited_hook_is_reloaded_between_calls_without_a_new_launcher(p
     with anyio.fail_after(30):
         async with running(trusted("SessionStart", py("ctx.py"))) as runner:
             agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
-            assert agg.additional_context == "[ctx.py] version one"
+            assert agg.additional_context == "version one"
             pids = launcher_pids(runner)
             hook.write_text("def run(p):\n    return 'version two, longer'\n")
             # Edited after trust: the new code does not run on the old trust...
@@ -125,7 +125,7 @@ async def test_an_edited_hook_is_reloaded_between_calls_without_a_new_launcher(p
             project.trust()
             runner.reload()
             agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
-            assert agg.additional_context == "[ctx.py] version two, longer"
+            assert agg.additional_context == "version two, longer"
             assert launcher_pids(runner) == pids
 
 

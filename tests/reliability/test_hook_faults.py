@@ -102,7 +102,7 @@ def _python_module(path: Path, mode: str) -> Path:
     if mode == "delete_self":
         body = "def run(payload):\n    os.unlink(__file__)\n    return {}\n"
     else:
-        body = f"def run(payload):\n    return faults.act({mode!r}, os.environ['CLAUDE_SESSION_ID'], python_hook=True)\n"
+        body = f"def run(payload):\n    return faults.act({mode!r}, os.environ['CLAUDE_CODE_SESSION_ID'], python_hook=True)\n"
     path.write_text(f"import os, sys\nsys.path.insert(0, {str(FAULTS.parent)!r})\nimport faults\n\n" + body)
     return path
 
@@ -197,7 +197,7 @@ def _entry(case: Fault, project: Path, server: FaultServer | None, fail_closed: 
     if case.kind == "command":
         copy = project / ".claude" / "hooks" / "faults.py"
         shutil.copy(FAULTS, copy)
-        command = f'exec {sys.executable} {copy} {case.mode} "$CLAUDE_SESSION_ID"'
+        command = f'exec {sys.executable} {copy} {case.mode} "$CLAUDE_CODE_SESSION_ID"'
         if case.mode == "eat_memory":
             command = f"ulimit -v 700000; {command}"  # the hook caps itself (the fault script lowers it further)
         return {"type": "command", "command": command, **common}
