@@ -99,7 +99,11 @@ def secret_reason(full: str, home: str, content: str | None = None) -> str | Non
 def pattern_reason(pattern_full: str, home: str) -> str | None:
     """Why a glob might reach secrets (`rm .env*`), or None."""
     base = posixpath.basename(pattern_full)
+    if not base.startswith(".") and not base.strip("*?."):
+        return None  # `*`, `*.*`: every visible name; what the folder is decides (the tree and path rules)
     for sample in _SAMPLE_SECRETS:
+        if sample.startswith(".") and not base.startswith("."):
+            continue  # a shell glob matches a leading dot only when the pattern spells it
         if fnmatch.fnmatchcase(sample, base):
             return f"the pattern {base} matches secret files such as {sample}"
     return None
@@ -141,7 +145,9 @@ class GuardPaths:
         """Why a write to `full` changes what runs: the project's hook machinery, or a shell's startup file."""
         if self.project and under(full, self.project):
             rel = full[len(self.project):].lstrip("/")
-            if rel == ".mcp.json" or rel == ".claude/hook-overrides.json" or rel.startswith(".claude/hooks/") or (
+            if rel in (".mcp.json", ".claude", ".claude/hooks", ".claude/hook-overrides.json") or rel.startswith(
+                ".claude/hooks/"
+            ) or (
                 rel.startswith(".claude/settings") and rel.endswith(".json") and "/" not in rel[len(".claude/"):]
             ):
                 return (f"{rel} is part of the project's hook machinery: editing it changes what runs "

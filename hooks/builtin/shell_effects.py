@@ -216,15 +216,19 @@ def _delete(word: Word, scope: Scope, found: Findings, recursive: bool) -> None:
             found.ask(f"it recursively deletes a path only known when it runs ({word.text})")
         return
     stripped = value
+    whole = True  # does the delete take the whole tree at `stripped`?
     if word.glob and not word.quoted:
+        last = value.rstrip("/").rsplit("/", 1)[-1]
         stripped = re.sub(r"/?[^/]*[*?\[{][^/]*$", "", value) or ("/" if value.startswith("/") else ".")
+        # `dir/*` empties dir; `/tmp/build-*` only takes some of /tmp's entries.
+        whole = last in ("*", ".*", "*.*", "{*,.*}", ".[!.]*")
     full = _resolve(stripped, scope)
     if full is None:
         if recursive:
             found.ask(f"it recursively deletes {value}, in a place only known when it runs")
         _write(word, scope, found, "deletes")
         return
-    if recursive:
+    if recursive and whole:
         why = _dangerous_tree(full, scope)
         if why:
             found.deny(f"it deletes {value}, which is {why}")

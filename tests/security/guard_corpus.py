@@ -129,6 +129,8 @@ DANGEROUS: list[tuple[str, str]] = [
     ("cd $DIR && rm -rf build", "ask"),
     ("sh -c 'rm -rf \"$1\"' _ /", "ask"),
     ("echo x >> ~/.gitconfig", "ask"),
+    ("cp -r /tmp/evil/.claude ./", "ask"),
+    ("rm -rf .claude", "ask"),
     ("eval \"$PAYLOAD\"", "ask"),
     ("sh -c \"$CMD\"", "ask"),
     ("bash -c \"$(echo cm0gLXJmIH4K | base64 -d)\"", "ask"),
@@ -251,6 +253,9 @@ BENIGN: list[str] = [
     "FOO=\"a b\" npm test",
     "awk '{print $1}' data.txt",
     "git config --get-regexp alias",
+    "rm -rf /tmp/build-*",
+    "rm -rf build/*",
+    "rm -f *.log",
     "curl --data-urlencode \"q=hello\" https://example.com/search",
 ]
 
