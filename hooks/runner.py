@@ -14,10 +14,10 @@ from typing import Any
 
 from hooks.aggregate import aggregate
 from hooks.executors.callable import CallableExecutor
-from hooks.executors.command import KILL_GRACE_S, CommandExecutor
+from hooks.executors.command import KILL_GRACE_S, CommandExecutor, run_cwd
 from hooks.executors.python import PythonExecutor
 from hooks.hookset import TRUST_SOURCES, HookSet, HookSpec
-from hooks.manifest import changed_pin
+from hooks.manifest import changed_pin, command_files
 from hooks.interpret import STOP_EVENTS, decision_of, make_result, updated_input_of
 from hooks.matchers import match_target
 from hooks.paths import data_dir as default_data_dir
@@ -247,11 +247,10 @@ class HookRunner:
             if executor is None:
                 report = ExecutionReport(status="error", error=f"no executor for type {spec.type}")
                 fail_open = True
-            elif spec.pinned and spec.source in TRUST_SOURCES and (changed := changed_pin(spec.pinned)) is not None:
-                # Trust binds content: a script edited after review (a git pull, the agent) does not run on old trust.
-                report = ExecutionReport(status="error", error=(
-                    f"{changed} changed since the project was trusted; the hook did not run "
-                    "(review the change, then trust the project again)"))
+            elif spec.source in TRUST_SOURCES and (unreviewed := unreviewed_code(spec, payload, session)) is not None:
+                # Trust binds content: a script edited after review (a git pull, the agent), or another file reached
+                # through the agent's `cd`, does not run on the old trust.
+                report = ExecutionReport(status="error", error=unreviewed)
             else:
                 report = await executor.run(HookCall(spec, event, payload, ctx, spec.timeout_s, progress))
         except asyncio.CancelledError:
@@ -332,6 +331,23 @@ class _Progress:
             self.observer.on_progress,
             HookProgress(self.execution_id, self.hook_name, self.event, self.session_id, stream, line),  # type: ignore[arg-type]
         )
+
+
+def unreviewed_code(spec: HookSpec, payload: dict[str, Any], session: SessionContext) -> str | None:
+    """Why this hook must not run now (a file it runs is not the one the user trusted), or None."""
+    if spec.pinned and (changed := changed_pin(spec.pinned)) is not None:
+        return (f"{changed} changed since the project was trusted; the hook did not run "
+                "(review the change, then trust the project again)")
+    if spec.type == "command" and spec.command and spec.cwd is None:
+        cwd = run_cwd(spec, payload, session.project_dir)
+        if cwd != session.project_dir:
+            reached = command_files(spec.command, cwd, session.project_dir)
+            if reached != [path for path, _ in spec.pinned]:
+                return (f"in {cwd} (the agent's current directory) this hook would run "
+                        f"{', '.join(map(str, reached)) or 'other files'}, not the reviewed "
+                        f"{', '.join(str(p) for p, _ in spec.pinned) or 'command'}; the hook did not run "
+                        "(name its scripts with \"$CLAUDE_PROJECT_DIR\"/... to run them from anywhere)")
+    return None
 
 
 def _complete(event: str, payload: dict[str, Any], session: SessionContext, tool_use_id: str | None) -> dict[str, Any]:

@@ -32,6 +32,8 @@ class RunnerBridge:
     async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
         # The frontend knows the session by our id; hooks and tracking must too.
         payload["session_id"] = self.session.session_id
+        if isinstance(payload.get("prompt_id"), str):
+            self.session.state["prompt_id"] = payload["prompt_id"]  # for the events the sidecar fires itself
         # For non-tool events the CLI passes a callback UUID here, not a tool call's id: hooks must not get it
         # as `tool_use_id`, nor the frontend as a hook_started `toolUseId` that matches no tool call.
         if event not in TOOL_EVENTS:

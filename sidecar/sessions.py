@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 import shutil
 import uuid
 from collections.abc import Awaitable, Callable
@@ -197,7 +198,8 @@ class SessionManager:
         async def emit(event: str, payload: dict[str, Any]) -> None:
             await notify(event, {**payload, "sessionId": sid})
 
-        context = SessionContext(session_id=sid, project_dir=project, vault_dir=vault, data_dir=data_dir, emit=emit)
+        context = SessionContext(session_id=sid, project_dir=project, vault_dir=vault, data_dir=data_dir, emit=emit,
+                                 cli_config_dir=cli_config_dir(cli_env))
         runner = HookRunner(
             hookset,
             IpcHookObserver(notify),
@@ -210,7 +212,7 @@ class SessionManager:
         try:
             start = await runner.fire(
                 "SessionStart",
-                sidecar_payload("SessionStart", context, transcript_path="", source="startup",
+                sidecar_payload("SessionStart", context, source="startup",
                                 **({"model": model_name} if model_name else {})),
                 context,
             )
@@ -356,7 +358,7 @@ def confine(
     from sidecar.sdk_env import cli_environment, hook_env_names
 
     env = cli_environment(model_env, withheld=hook_env_names(hookset.entries))
-    config_dir = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else Path(env.get("HOME") or Path.home()) / ".claude"
+    config_dir = cli_config_dir(env)
     deny = denied_write_paths(project, [data_dir, hook_paths.data_dir()], hook_paths.user_settings_path(), config_dir)
     try:
         sandbox = decide(mode, env.get("PATH"), deny)  # type: ignore[arg-type]
@@ -369,8 +371,28 @@ def confine(
 
 
 def sidecar_payload(event: str, context: SessionContext, **extra: Any) -> dict[str, Any]:
-    """The payload of an event the sidecar fires itself (the SDK cannot deliver it), shaped like the CLI's."""
-    return {"session_id": context.session_id, "cwd": str(context.project_dir), "hook_event_name": event, **extra}
+    """The payload of an event the sidecar fires itself (the SDK cannot deliver it), shaped like the CLI's:
+    the transcript the CLI writes for this session and the last prompt's id, as Claude Code gives them."""
+    payload: dict[str, Any] = {"session_id": context.session_id, "transcript_path": transcript_path(context),
+                               "cwd": str(context.project_dir), "hook_event_name": event}
+    if isinstance(context.state.get("prompt_id"), str):
+        payload["prompt_id"] = context.state["prompt_id"]
+    return {**payload, **extra}
+
+
+def cli_config_dir(env: dict[str, str]) -> Path:
+    """The CLI's config directory for this environment: CLAUDE_CONFIG_DIR, else ~/.claude."""
+    if env.get("CLAUDE_CONFIG_DIR"):
+        return Path(env["CLAUDE_CONFIG_DIR"])
+    return Path(env.get("HOME") or Path.home()) / ".claude"
+
+
+def transcript_path(context: SessionContext) -> str:
+    """`<config>/projects/<project path, non-alphanumerics as ->/<session id>.jsonl`: where the CLI writes it."""
+    if context.cli_config_dir is None:
+        return ""
+    folder = re.sub(r"[^A-Za-z0-9]", "-", str(context.project_dir))
+    return str(context.cli_config_dir / "projects" / folder / f"{context.session_id}.jsonl")
 
 
 def _session_start_context(agg: AggregateResult) -> str | None:

@@ -58,6 +58,17 @@ def session_env_file(config_dir: Path, session_id: str, state: Any) -> Path:
     return directory / f"sessionstart-hook-{n}.sh"
 
 
+def run_cwd(spec: Any, payload: dict[str, Any], project_dir: Path) -> Path:
+    """Where a command hook runs: as in Claude Code, the agent's current directory (after its `cd sub`, the next
+    hook runs in `sub`); a legacy entry keeps its `.claude/hooks`; the project when the input names no directory."""
+    if spec.cwd is not None:
+        return Path(spec.cwd)
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd):
+        return Path(cwd)
+    return Path(project_dir)
+
+
 _last_pid_fd: int | None = None
 
 
@@ -121,7 +132,8 @@ class CommandExecutor:
                 fh.write(data)
             env["HOOK_PAYLOAD_FILE"] = payload_file
         try:
-            return await _Run(call, command, Path(spec.cwd or call.context.project_dir), env, data, self.kill_grace_s).go()
+            return await _Run(call, command, run_cwd(spec, call.payload, call.context.project_dir), env, data,
+                              self.kill_grace_s).go()
         finally:
             if payload_file:
                 with contextlib.suppress(OSError):
