@@ -469,11 +469,7 @@ def _rm(prog, args, scope, found, stage, upstream, stdin_body) -> None:
 
 
 def _copy(prog, args, scope, found, stage, upstream, stdin_body) -> None:
-    arg_opts = ("-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "--owner", "-g", "--group",
-                "-e", "--rsh", "-i", "-P", "-l", "-F", "-o")
-    if prog in ("cp", "mv", "ln", "install"):
-        arg_opts = ("-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "--owner", "-g", "--group")
-    ops = _operands(args, arg_opts)
+    ops = _operands(args, _COPY_ARG_OPTS.get(prog, _COPY_ARG_OPTS["cp"]))
     target = None
     for k, a in enumerate(args):
         if a.text in ("-t", "--target-directory") and k + 1 < len(args):
@@ -506,6 +502,17 @@ def _copy(prog, args, scope, found, stage, upstream, stdin_body) -> None:
             if full and src_name and os.path.isdir(full):
                 target = Word(posixpath.join(value or "", src_name))
         _write(target, scope, found)
+
+
+# Options that take the next word as their value, per copying program.
+_COPY_ARG_OPTS = {
+    "cp": ("-t", "--target-directory", "-S", "--suffix"),
+    "mv": ("-t", "--target-directory", "-S", "--suffix"),
+    "ln": ("-t", "--target-directory", "-S", "--suffix"),
+    "install": ("-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "--owner", "-g", "--group"),
+    "scp": ("-i", "-P", "-l", "-F", "-o", "-c", "-J", "-S"),
+    "rsync": ("-e", "--rsh", "-f", "--filter", "--exclude", "--include", "--files-from", "--exclude-from", "-T"),
+}
 
 
 def _is_remote(text: str) -> bool:
