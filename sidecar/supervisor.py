@@ -67,7 +67,8 @@ class Supervisor:
             self.watchdog = subprocess.Popen(
                 # -I: the watchdog imports nothing from the sidecar's tree, PYTHONPATH or the working directory.
                 [sys.executable, "-I", str(WATCHDOG), "watch", str(self.record)],
-                stdin=read_end, stdout=subprocess.DEVNULL, cwd="/",
+                # Not our stderr either: the frontend's pipe must reach EOF when we exit, not when the sweep ends.
+                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
                 # Its own session: a frontend killing our process group must not take the cleaner with it.
                 start_new_session=True,
             )
