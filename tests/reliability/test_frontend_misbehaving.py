@@ -175,13 +175,13 @@ def descendants(pid: int) -> list[psutil.Process]:
 
 def test_frontend_vanishing_mid_turn_ends_the_session_and_every_process(tmp_path: Path, raw_sidecars: list[RawSidecar]) -> None:
     marker = tmp_path / "session-end-ran"
-    tool_started = tmp_path / "tool-started"
     project = make_project(tmp_path, {
         "SessionEnd": [{"hooks": [{"type": "command", "name": "end-marker", "command": f"echo \"$PPID\" > {marker}"}]}],
         # A background hook still running when the frontend goes: it must not outlive the sidecar either.
         "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "name": "slow-audit", "command": "sleep 120",
                                                      "async": True, "timeout": 300}]}],
     })
+    tool_started = project / "tool-started"  # inside the project: the agent's Bash is sandboxed to it
     model = write_scenario(tmp_path / "long-tool.json", {
         "turns": [[{"tool_use": {"name": "Bash", "input": {"command": f"touch {tool_started}; sleep 120", "timeout": 600000}}}],
                   "Done."],
