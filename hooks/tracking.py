@@ -21,6 +21,8 @@ from hooks.types import HookResult
 log = logging.getLogger("hooks.tracking")
 
 BATCH_DELAY_S = 0.05
+MAX_BATCH_ITEMS = 2000
+MAX_BATCH_CHARS = 4 << 20
 
 
 # One encoder for every line: json.dumps with options builds a new one per call.
@@ -173,15 +175,18 @@ class TrackingWriter:
         self._thread = None
 
     def _loop(self) -> None:
+        full = False
         while True:
             item = self._queue.get()
-            if not isinstance(item, threading.Event):
+            if not isinstance(item, threading.Event) and not full:
                 # Gather a batch: one wake-up per burst instead of one GIL hand-off per record.
                 time.sleep(BATCH_DELAY_S)
             batch: dict[Path, list[str]] = {}
             waiters: list[threading.Event] = []
             stop = False
+            taken = chars = 0
             while True:
+                taken += 1
                 if item is None:
                     stop = True
                 elif isinstance(item, threading.Event):
@@ -194,14 +199,23 @@ class TrackingWriter:
                     else:
                         batch.setdefault(item.events_path, []).append(event_line)
                         batch.setdefault(item.timing_path, []).append(timing_line)
+                        chars += len(event_line) + len(timing_line)
                 else:
                     path, record = item
                     if isinstance(record.get("ts"), float):
                         record["ts"] = iso(record["ts"])
                     try:
-                        batch.setdefault(path, []).append(_ENCODE(redact_value(record)))
+                        line = _ENCODE(redact_value(record))
                     except Exception as exc:  # a record that cannot be encoded is dropped, loudly
                         log.warning("tracking record dropped: %s", exc)
+                    else:
+                        batch.setdefault(path, []).append(line)
+                        chars += len(line)
+                # A bounded batch: a producer faster than encoding (and redaction) must not keep
+                # the writer draining forever with nothing on disk.
+                full = (taken >= MAX_BATCH_ITEMS or chars >= MAX_BATCH_CHARS) and not stop
+                if full:
+                    break
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:

@@ -49,3 +49,27 @@ def test_a_duration_json_cannot_hold_plainly_is_still_written(tmp_path: Path) ->
     path = tmp_path / "events.jsonl"
     event_line, timing_line = Execution(path, path, "s-1", "p", 1700000000.5, _result(1, "x", math.inf, 0)).lines()
     assert json.loads(event_line)["durationMs"] == math.inf and json.loads(timing_line)["name"] == "x"
+
+
+def test_a_long_backlog_is_written_in_bounded_batches(tmp_path: Path) -> None:
+    # Encoding (with redaction) is slower than queueing: a writer that drained the whole queue before writing
+    # wrote nothing at all while a producer kept up (the data-safety stress stream). Batches are bounded now.
+    import time
+
+    from hooks.tracking import MAX_BATCH_ITEMS
+
+    path = tmp_path / "sessions" / "flood" / "events.jsonl"
+    writer = TrackingWriter()
+    total = MAX_BATCH_ITEMS * 10
+    try:
+        for n in range(total):
+            writer.write(path, {"n": n, "pad": "é" * 100})
+        deadline = time.monotonic() + 20
+        while not (path.exists() and path.stat().st_size > 0):
+            assert time.monotonic() < deadline, "nothing reached the file"
+            time.sleep(0.005)  # polling a file another thread writes; the deadline bounds it
+        first_look = len(list(read_records(path)))
+    finally:
+        writer.close(timeout=20)
+    assert 0 < first_look < total
+    assert [r["n"] for r in read_records(path)] == list(range(total))
