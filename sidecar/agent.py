@@ -194,6 +194,13 @@ def _is_uuid(value: str) -> bool:
     return True
 
 
+def clean_cli_launch(env: dict[str, str], cli_path: str | None) -> tuple[dict[str, str], str]:
+    """(env, cli_path) for the SDK so the CLI starts with exactly `env` (plus what the SDK sets), through cli_exec.sh."""
+    keep = sorted({*env, *SDK_SET_ENV})
+    launch = {**env, "ORION_CLI_EXEC_REAL": cli_path or bundled_cli_path(), "ORION_CLI_ENV_KEEP": " ".join(keep)}
+    return launch, str(CLI_EXEC)
+
+
 # --------------------------------------------------------------------------- the session
 
 
@@ -291,9 +298,7 @@ class AgentSession:
         cfg = self.config
         if not cfg.clean_env:
             return dict(cfg.env), cfg.cli_path
-        keep = sorted({*cfg.env, *SDK_SET_ENV})
-        env = {**cfg.env, "ORION_CLI_EXEC_REAL": cfg.cli_path or bundled_cli_path(), "ORION_CLI_ENV_KEEP": " ".join(keep)}
-        return env, str(CLI_EXEC)
+        return clean_cli_launch(cfg.env, cfg.cli_path)
 
     def _system_prompt(self) -> Any:
         extra = (self.config.append_context or "").strip()

@@ -190,7 +190,12 @@ class SdkModelClient:
     ) -> str:
         from claude_agent_sdk import ClaudeAgentOptions
 
+        from sidecar.agent import clean_cli_launch
+        from sidecar.sdk_env import cli_environment
+
         marker = secrets.token_hex(12)
+        # Like the session's CLI: only allow-listed variables, never Orion's secrets or tokens meant for hooks.
+        env, cli_path = clean_cli_launch({**cli_environment(self.env), RUN_MARKER_ENV: marker}, None)
         stderr_tail: deque[str] = deque(maxlen=_STDERR_LINES_KEPT)
         options = ClaudeAgentOptions(
             tools=list(tools),
@@ -203,7 +208,8 @@ class SdkModelClient:
             # The CLI must run no settings hooks of its own (they would re-enter our hooks).
             setting_sources=[],
             cwd=str(cwd),
-            env={**self.env, RUN_MARKER_ENV: marker},
+            env=env,
+            cli_path=cli_path,
             stderr=stderr_tail.append,
         )
         return await run_with_deadline(marker, timeout_s, lambda: _converse(prompt, options, stderr_tail))

@@ -86,3 +86,48 @@ def test_the_allow_list() -> None:
     # A provider's credentials pass only when the user chose that provider.
     bedrock = cli_environment({}, base={**base, "CLAUDE_CODE_USE_BEDROCK": "1"})
     assert bedrock["AWS_SECRET_ACCESS_KEY"] == "aws"
+
+
+@pytest.mark.cli
+@pytest.mark.asyncio
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/<pid>/environ")
+async def test_a_prompt_hooks_evaluator_cli_holds_no_orion_secret_either(tmp_path: Path, monkeypatch) -> None:
+    """Prompt and agent hooks start CLIs of their own (sidecar/evaluator.py): the same allow-list applies."""
+    import os
+
+    import anyio
+
+    from sidecar.evaluator import SdkModelClient
+    from sidecar.scripted_model.server import get_or_start
+    from sidecar.sdk_env import offline_env
+
+    for name, value in SIDECAR_SECRETS.items():
+        monkeypatch.setenv(name, value)
+    scenario = tmp_path / "slow.yaml"
+    # Streamed slowly, so the evaluator's CLI is alive while its environment is read.
+    scenario.write_text('delta_delay_ms: 100\ntext_chunk: 4\nside_reply: \'{"ok": true, "reason": "fine, no objection"}\'\n')
+    env = offline_env(get_or_start(scenario), tmp_path / "cli-home")
+    client = SdkModelClient(env, None, tmp_path / "data")
+    seen: dict[str, str] = {}
+
+    async def watch() -> None:
+        while not seen:
+            for proc in psutil.Process(os.getpid()).children(recursive=True):
+                try:
+                    if proc.cmdline() and Path(proc.cmdline()[0]).name == "claude":
+                        seen.update(proc.environ())
+                        return
+                except psutil.Error:
+                    continue
+            await anyio.sleep(0.02)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            answer = await client.complete("Judge this: ls", model=None, timeout_s=50)
+            tg.cancel_scope.cancel()
+    assert "ok" in answer and seen, "the evaluator's CLI was never seen running"
+    for name, value in SIDECAR_SECRETS.items():
+        assert name not in seen and value not in seen.values(), name
+    # Only run markers (random, per process): the supervisor's token and the evaluator's own.
+    assert {n for n in seen if n.startswith("ORION_")} <= {"ORION_SIDECAR_RUN", "ORION_EVALUATOR_RUN"}
