@@ -12,7 +12,6 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 from hooks.errors import TrustError
 from hooks.manifest import Manifest
 from hooks.paths import data_dir, project_key
+from hooks.private_files import open_private, write_private_atomic
 
 STORE_VERSION = 2
 
@@ -112,8 +112,7 @@ class TrustStore:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+            fd = open_private(str(self.path) + ".lock", os.O_RDWR)  # its directory created 0700
         except OSError as exc:
             raise TrustError(f"cannot lock trust store {self.path}: {exc}") from exc
         try:
@@ -124,17 +123,7 @@ class TrustStore:
 
     def _save(self, data: dict[str, Any]) -> None:
         try:
-            fd, tmp = tempfile.mkstemp(prefix=".trust-", dir=self.path.parent)  # created 0600
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(data, fh, indent=2, sort_keys=True)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            write_private_atomic(self.path, json.dumps(data, indent=2, sort_keys=True).encode("utf-8"))
         except OSError as exc:
             raise TrustError(f"cannot write trust store {self.path}: {exc}") from exc
 

@@ -109,8 +109,11 @@ def scripted_log_path(scenario: Path) -> Path | None:
 
 
 def offline_env(base_url: str, home: Path) -> dict[str, str]:
-    """The CLI's environment for a local Messages API at ``base_url``, with a throwaway HOME (created)."""
-    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    """The CLI's environment for a local Messages API at ``base_url``, with a throwaway HOME (created 0700: the CLI
+    keeps raw prompts and transcripts there)."""
+    from hooks.private_files import private_dir
+
+    private_dir(home / ".claude")
     return {
         **OFFLINE_ENV,
         "ANTHROPIC_BASE_URL": base_url,
