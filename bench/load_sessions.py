@@ -100,15 +100,22 @@ def project_settings(commands: int = COMMAND_HOOKS) -> dict[str, Any]:
     return {"hooks": hooks}
 
 
-def write_workspace(root: Path, plan: LoadPlan) -> tuple[Path, Path]:
-    """(project dir with .claude/settings.json, scenario file)."""
-    project = root / "project"
-    (project / ".claude").mkdir(parents=True, exist_ok=True)
-    (project / ".claude" / "settings.json").write_text(json.dumps(project_settings(), indent=2))
-    (project / "README.md").write_text("Load test project.\n")
+def write_workspace(root: Path, plan: LoadPlan) -> tuple[list[Path], Path]:
+    """(one project dir with .claude/settings.json per session, scenario file).
+
+    One project per session: the bundled CLI's Bash sandbox (2.1.330) creates and removes placeholder files in
+    the project for every command, and two sandboxed sessions in one project race on them (docs/SECURITY.md).
+    """
+    projects = []
+    for i in range(plan.sessions):
+        project = root / f"project-{i}"
+        (project / ".claude").mkdir(parents=True, exist_ok=True)
+        (project / ".claude" / "settings.json").write_text(json.dumps(project_settings(), indent=2))
+        (project / "README.md").write_text("Load test project.\n")
+        projects.append(project)
     scenario = root / "scenario.json"
     scenario.write_text(json.dumps(batch_scenario(plan.steps, plan.parallel)))
-    return project, scenario
+    return projects, scenario
 
 
 def register_programmatic_hooks(registry: Any, count: int = PROGRAMMATIC_HOOKS) -> None:
@@ -466,7 +473,7 @@ async def run_load(plan: LoadPlan, workdir: Path, *, env: dict[str, str] | None 
 
     from frontend_stub.client import SidecarClient
 
-    project, scenario = write_workspace(workdir, plan)
+    projects, scenario = write_workspace(workdir, plan)
     report = LoadReport(plan)
     tally = EventTally(our_hook_names())
     report.tally = tally
@@ -502,11 +509,12 @@ async def run_load(plan: LoadPlan, workdir: Path, *, env: dict[str, str] | None 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(consume)
                 tg.start_soon(sample)
-                await client.request("hooks/trust", {"projectDir": str(project)})
+                for project in projects:
+                    await client.request("hooks/trust", {"projectDir": str(project)})
                 t0 = time.monotonic()
                 ids: list[str] = []
 
-                async def open_session() -> None:
+                async def open_session(project: Path) -> None:
                     result = await client.request(
                         "session/new",
                         {"projectDir": str(project), "model": f"scripted:{scenario}", "allowedTools": ["Bash"]},
@@ -515,8 +523,8 @@ async def run_load(plan: LoadPlan, workdir: Path, *, env: dict[str, str] | None 
                     ids.append(result["sessionId"])
 
                 async with anyio.create_task_group() as opening:
-                    for _ in range(plan.sessions):
-                        opening.start_soon(open_session)
+                    for project in projects:
+                        opening.start_soon(open_session, project)
                 report.setup_s = time.monotonic() - t0
                 report.prompts = {sid: 0 for sid in ids}
                 started = report.load_started_at = time.monotonic()
