@@ -52,10 +52,14 @@ class RunnerBridge:
         answer = await self.broker.ask(tool_name, tool_input, payload.get("tool_use_id"), reason, from_hook=True)
         specific = dict(output.get("hookSpecificOutput") or {"hookEventName": "PreToolUse"})
         if answer.allow:
-            specific["permissionDecision"] = "allow"
-            specific["permissionDecisionReason"] = "allowed by the user"
-            if answer.updated_input is not None:
-                specific["updatedInput"] = answer.updated_input
+            # Not "allow": that would skip the CLI's own permission rules (a user's deny rule included). The call
+            # goes on to the CLI's check, where the broker answers yes for exactly this call without a second prompt.
+            specific.pop("permissionDecision", None)
+            specific.pop("permissionDecisionReason", None)
+            final = answer.updated_input if answer.updated_input is not None else tool_input
+            if final != dict(payload.get("tool_input") or {}):
+                specific["updatedInput"] = final
+            self.broker.approve_call(payload.get("tool_use_id"), final)
         else:
             specific["permissionDecision"] = "deny"
             specific["permissionDecisionReason"] = answer.message or "The user denied this tool call."

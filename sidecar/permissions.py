@@ -31,6 +31,14 @@ class PermissionBroker:
     timeout_s: float = 120.0
     always_allowed: set[str] = field(default_factory=set)
     always_rejected: set[str] = field(default_factory=set)
+    # tool_use_id -> the exact input the user allowed when a hook asked about that call (answered once, below)
+    approved_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def approve_call(self, tool_use_id: str | None, tool_input: dict[str, Any]) -> None:
+        """The user allowed this call when a hook asked: the CLI's own permission check for it is answered yes
+        without asking twice, but only after the CLI's rules (a deny rule still wins: the hook never says allow)."""
+        if tool_use_id:
+            self.approved_calls[tool_use_id] = dict(tool_input)
 
     async def ask(
         self,
@@ -41,6 +49,9 @@ class PermissionBroker:
         *,
         from_hook: bool = False,
     ) -> PermissionAnswer:
+        approved = self.approved_calls.pop(tool_use_id, None) if tool_use_id and not from_hook else None
+        if approved is not None and approved == tool_input:
+            return PermissionAnswer(True)
         # A hook that asks about this very call outranks a standing "always allow"; a standing reject still holds.
         if tool_name in self.always_allowed and not from_hook:
             return PermissionAnswer(True)

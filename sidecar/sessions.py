@@ -46,10 +46,13 @@ class SessionSettings:
 
 
 def build_registry(hookset_options: dict[str, dict[str, Any]], data_dir: Path) -> HookRegistry:
-    """Built-in hooks first, then whatever the embedding application registered on the default registry."""
-    registry = builtin_registry(hookset_options, data_dir=data_dir)
+    """Whatever the embedding application registered on the default registry, then the built-in hooks."""
+    registry = HookRegistry()
     for extra in default_registry:
         registry.add(extra)
+    # The built-in set last: its guards judge the input as the app's own hooks left it, never before a rewrite.
+    for hook in builtin_registry(hookset_options, data_dir=data_dir):
+        registry.add(hook)
     return registry
 
 

@@ -57,3 +57,32 @@ async def test_no_answer_in_time_denies_with_a_sentence_for_the_model() -> None:
         answer = await broker.ask("Write", {"file_path": "x"}, "t1", None)
     assert not answer.allow
     assert "did not answer within 3 seconds" in answer.message
+
+
+async def test_a_hook_ask_the_user_allowed_is_not_an_allow_and_the_clis_own_check_is_answered_once() -> None:
+    from sidecar.hook_bridge import RunnerBridge
+
+    asked, request = frontend("allow_once", "reject_once")
+    broker = PermissionBroker("s1", request, timeout_s=5)
+    bridge = RunnerBridge.__new__(RunnerBridge)  # only _ask is exercised: it needs the broker alone
+    bridge.broker = broker
+    payload = {"tool_name": "Bash", "tool_input": {"command": "make deploy"}, "tool_use_id": "t1"}
+    asked_output = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}
+    with anyio.fail_after(5):
+        out = await bridge._ask(payload, None, "the guard wants a look", asked_output)
+        # No "allow" goes back to the CLI: its own rules (a user's deny rule) still decide first.
+        assert "permissionDecision" not in out["hookSpecificOutput"]
+        # The CLI's check for exactly this call is answered yes without asking again...
+        assert (await broker.ask("Bash", {"command": "make deploy"}, "t1", None)).allow
+        # ...once, and for that input only: another call, or the same id again, asks.
+        assert not (await broker.ask("Bash", {"command": "make deploy"}, "t1", None)).allow
+    assert [a["toolUseId"] for a in asked] == ["t1", "t1"]
+
+
+async def test_an_approval_does_not_cover_a_different_input() -> None:
+    asked, request = frontend("reject_once")
+    broker = PermissionBroker("s1", request, timeout_s=5)
+    broker.approve_call("t1", {"command": "ls"})
+    with anyio.fail_after(5):
+        assert not (await broker.ask("Bash", {"command": "rm -rf /"}, "t1", None)).allow
+    assert len(asked) == 1
