@@ -146,19 +146,8 @@ def parse_settings(data: Any, file: Path, *, hooks_dir: Path | None = None) -> P
     else:
         out.disable_all = dis
 
-    urls = data.get("allowedHttpHookUrls")
-    if urls is not None:
-        if isinstance(urls, list) and all(isinstance(u, str) for u in urls):
-            out.allowed_http_urls = list(urls)
-        else:
-            out.errors.append(f"{file}: $.allowedHttpHookUrls: expected a list of URL patterns")
-
-    disabled = data.get("disabledHooks")
-    if disabled is not None:
-        if isinstance(disabled, list) and all(isinstance(n, str) for n in disabled):
-            out.disabled_hooks = frozenset(disabled)
-        else:
-            out.errors.append(f"{file}: $.disabledHooks: expected a list of hook names")
+    out.allowed_http_urls = _string_list(data, "allowedHttpHookUrls", "URL patterns", out)
+    out.disabled_hooks = frozenset(_string_list(data, "disabledHooks", "hook names", out) or ())
 
     builtin = data.get("builtin")
     if builtin is not None:
@@ -212,6 +201,17 @@ def parse_settings(data: Any, file: Path, *, hooks_dir: Path | None = None) -> P
         if entry.error:
             out.errors.append(f"{file}: {entry.json_path}: {entry.error}")
     return out
+
+
+def _string_list(data: dict[str, Any], key: str, what: str, out: ParsedSettings) -> list[str] | None:
+    """`data[key]` when it is a list of strings; None when absent, or wrong (with an error naming the key)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    out.errors.append(f"{out.file}: $.{key}: expected a list of {what}")
+    return None
 
 
 def _parse_entry(event: str, matcher: str | None, item: Any, path: str, file: Path) -> RawEntry:
