@@ -10,6 +10,9 @@ from hooks.runner import HookRunner
 from hooks.types import TOOL_EVENTS, SessionContext
 from sidecar.permissions import PermissionBroker
 
+# session.state key: SessionStart context not yet given to the model (it goes with the first prompt that is let through)
+PENDING_SESSION_CONTEXT = "_pending_session_context"
+
 log = logging.getLogger("sidecar.hook_bridge")
 
 
@@ -39,6 +42,9 @@ class RunnerBridge:
         if event not in TOOL_EVENTS:
             tool_use_id = None
         agg = await self.runner.fire(event, payload, self.session, tool_use_id=tool_use_id)
+        if event == "UserPromptSubmit" and not agg.blocked and PENDING_SESSION_CONTEXT in self.session.state:
+            start = self.session.state.pop(PENDING_SESSION_CONTEXT)
+            agg.additional_context = "\n".join(filter(None, [start, agg.additional_context]))
         output = to_hook_json(agg)
         if event == "PreToolUse" and agg.decision == "ask":
             output = await self._ask(payload, agg.updated_input, agg.reason, output)

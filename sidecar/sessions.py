@@ -179,7 +179,7 @@ class SessionManager:
         await anyio.to_thread.run_sync(importlib.import_module, "claude_agent_sdk")
         from sidecar.agent import AgentConfig, AgentSession
         from sidecar.evaluator import SdkModelClient
-        from sidecar.hook_bridge import RunnerBridge
+        from sidecar.hook_bridge import PENDING_SESSION_CONTEXT, RunnerBridge
         from sidecar.permissions import PermissionBroker
         from sidecar.sandbox import cli_settings
         from sidecar.sdk_env import ModelConfigError, build_model_env
@@ -220,6 +220,11 @@ class SessionManager:
                 context,
             )
 
+            # As in Claude Code, SessionStart context goes into the conversation, not the system prompt: the CLI
+            # calls no SessionStart callback, so it rides on the first prompt (sidecar/hook_bridge.py).
+            if start.additional_context:
+                context.state[PENDING_SESSION_CONTEXT] = start.additional_context
+
             async def on_update(update: dict[str, Any]) -> None:
                 await notify("session/update", {"sessionId": sid, "update": update})
 
@@ -238,7 +243,6 @@ class SessionManager:
                 permission_mode=permission_mode,
                 allowed_tools=list(allowed_tools or []),
                 system_prompt=system_prompt,
-                append_context=_session_start_context(start),
             )
             agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
             try:
@@ -398,5 +402,3 @@ def transcript_path(context: SessionContext) -> str:
     return str(context.cli_config_dir / "projects" / folder / f"{context.session_id}.jsonl")
 
 
-def _session_start_context(agg: AggregateResult) -> str | None:
-    return agg.additional_context or None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.e2e.conftest import request_text, result_text, tool_results
@@ -92,6 +94,8 @@ async def test_session_start_context_reaches_the_model(sidecar) -> None:
         await run.prompt(sid, "Hello.")
 
         [first] = run.model_requests("plain")
-        assert SESSION_START_CONTEXT in str(first["body"].get("system"))
+        # In the conversation, as Claude Code puts it; the system prompt stays as the session asked for it.
+        assert SESSION_START_CONTEXT not in str(first["body"].get("system"))
+        assert SESSION_START_CONTEXT in json.dumps(first["body"]["messages"])
         [start] = [r for r in run.named("hook_response", sid) if r["hookName"] == "e2e-session-start"]
         assert start["outcome"] == "success"
