@@ -115,7 +115,7 @@ class AgentConfig:
     allowed_tools: list[str] = field(default_factory=list)
     disallowed_tools: list[str] = field(default_factory=list)
     system_prompt: str | None = None  # None: Claude Code's own system prompt
-    append_context: str | None = None  # e.g. SessionStart hook output, appended to the system prompt
+    append_context: str | None = None  # text appended to the system prompt (SessionStart context goes to the conversation instead)
     include_partial_messages: bool = True
     # [] = SDK isolation mode: no settings file (and so no CLAUDE.md) is read by the CLI.
     setting_sources: list[str] = field(default_factory=list)
