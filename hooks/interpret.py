@@ -13,10 +13,16 @@ from hooks.types import BLOCKING_EVENTS, ExecutionReport, HookOutput, HookResult
 TEXT_CONTEXT_EVENTS = frozenset({"UserPromptSubmit", "SessionStart"})
 PERMISSION_EVENTS = frozenset({"PreToolUse", "PermissionRequest"})
 STOP_EVENTS = frozenset({"Stop", "SubagentStop"})
+# The tool already ran, but exit 2 still shows stderr to the model, as in Claude Code (a "block" with that reason).
+FEEDBACK_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
 
 
-def parse_stdout(stdout: str) -> tuple[HookOutput | None, str | None, str | None]:
-    """(output, text, error): JSON when stdout starts with `{` (as the CLI does), plain text otherwise."""
+def parse_stdout(stdout: str, *, lenient: bool = False) -> tuple[HookOutput | None, str | None, str | None]:
+    """(output, text, error): JSON when stdout starts with `{` (as the CLI does), plain text otherwise.
+
+    `lenient` (command hooks, as Claude Code reads them): stdout that starts with `{` but does not parse is plain
+    output. Otherwise (python, http, callable: Orion's own types) it is an error.
+    """
     stripped = stdout.strip()
     if not stripped:
         return None, None, None
@@ -25,9 +31,15 @@ def parse_stdout(stdout: str) -> tuple[HookOutput | None, str | None, str | None
     try:
         return HookOutput.model_validate(json.loads(stripped)), None, None
     except json.JSONDecodeError as exc:
-        return None, None, f"hook printed invalid JSON on stdout: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        if lenient:
+            return None, stripped, None
+        return None, None, invalid_json(exc)
     except ValidationError as exc:
         return None, None, f"hook output does not match the hook output schema: {_short(exc)}"
+
+
+def invalid_json(exc: json.JSONDecodeError) -> str:
+    return f"hook printed invalid JSON on stdout: {exc.msg} at line {exc.lineno} column {exc.colno}"
 
 
 def coerce_output(value: Any) -> tuple[HookOutput | None, str | None, str | None]:
@@ -146,7 +158,7 @@ def make_result(spec: Any, event: str, report: ExecutionReport, execution_id: st
     if report.blocking_error:
         # A JSON "allow" cannot override exit 2: the CLI ignores stdout then, and so do we.
         result.output = None
-        if event in BLOCKING_EVENTS:
+        if event in BLOCKING_EVENTS or event in FEEDBACK_EVENTS:
             result.outcome = "blocked"
         else:
             result.outcome = "error"

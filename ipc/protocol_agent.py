@@ -12,7 +12,11 @@ from ipc.protocol import WireModel
 
 SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan"]
-StopReason = Literal["end_turn", "max_turns", "cancelled", "blocked", "error", "max_tokens", "stop_sequence", "tool_use"]
+# Ours (cancelled, blocked, error) and whatever the CLI reports (end_turn, tool_use, max_tokens, stop_sequence,
+# tool_deferred, refusal, ...): a stop reason a newer CLI adds must still reach the frontend, so any string passes.
+KnownStopReason = Literal["end_turn", "max_turns", "cancelled", "blocked", "error", "max_tokens", "stop_sequence",
+                          "tool_use", "tool_deferred", "refusal", "pause_turn"]
+StopReason = Union[KnownStopReason, str]
 # auto: sandboxed where the platform has it; required: fail session/new where it has not; off: the app opts out.
 SandboxMode = Literal["auto", "required", "off"]
 
@@ -61,6 +65,8 @@ class SessionPromptParams(WireModel):
 
 class SessionPromptResult(WireModel):
     stop_reason: StopReason
+    # Why the CLI's loop ended (Claude Code's terminal reason: completed, hook_stopped, max_turns, ...), when known.
+    terminal_reason: str | None = None
     result_text: str | None
     usage: dict[str, Any] = Field(default_factory=dict)
     cost_usd: float | None = None
@@ -374,6 +380,7 @@ class ToolCallStatusUpdate(WireModel):
 class ResultUpdate(WireModel):
     session_update: Literal["result"]
     stop_reason: StopReason
+    terminal_reason: str | None = None
     result_text: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
     cost_usd: float | None = None

@@ -134,6 +134,7 @@ class AgentConfig:
 class TurnResult:
     stop_reason: str
     result_text: str = ""
+    terminal_reason: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     cost_usd: float | None = None
     duration_ms: int = 0
@@ -143,6 +144,7 @@ class TurnResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "stopReason": self.stop_reason,
+            "terminalReason": self.terminal_reason,
             "resultText": self.result_text,
             "usage": self.usage,
             "costUsd": self.cost_usd,
@@ -390,6 +392,7 @@ class AgentSession:
             stop = message.stop_reason or ("error" if message.is_error else "end_turn")
         return TurnResult(
             stop_reason=stop,
+            terminal_reason=getattr(message, "terminal_reason", None),
             result_text=message.result or "",
             usage=dict(message.usage or {}),
             cost_usd=message.total_cost_usd,

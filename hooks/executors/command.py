@@ -359,7 +359,10 @@ class _Run:
             return ExecutionReport(status="ok", exit_code=2, blocking_error=True, **common)
         report = ExecutionReport(status="ok", exit_code=code, **common)
         if code == 0:
-            report.output, report.text, error = parse_stdout(stdout)
+            # As Claude Code reads a command hook: `{` that does not parse is plain output. Not for a fail-closed gate,
+            # nor for output cut at the cap: what it meant to say is unknown, so it is an error there.
+            strict = bool(getattr(self.call.hook, "fail_closed", False)) or self.out.dropped > 0
+            report.output, report.text, error = parse_stdout(stdout, lenient=not strict)
             if error:
                 if self.out.dropped:
                     error += f" (stdout went past the {self.out.cap >> 20} MiB cap; {self.out.dropped} bytes dropped)"

@@ -88,10 +88,16 @@ async def test_decision_block_with_reason(project, event, payload):
 
 
 @pytest.mark.asyncio
-async def test_exit0_invalid_json_is_an_error_and_fails_open(project):
-    agg = await fire(project, "PreToolUse", PRE_BASH, cmd("echo '{not json'"))
+async def test_exit0_brace_that_is_not_json_is_plain_output_as_in_claude_code(project):
+    agg = await fire(project, "UserPromptSubmit", {"prompt": "x"}, cmd("echo '{not json'"))
+    assert agg.results[0].outcome == "success" and agg.additional_context == "{not json"
+
+
+@pytest.mark.asyncio
+async def test_exit0_invalid_json_from_a_fail_closed_gate_is_an_error_that_denies(project):
+    agg = await fire(project, "PreToolUse", PRE_BASH, cmd("echo '{not json'", failClosed=True))
     assert agg.results[0].outcome == "error" and "invalid JSON" in agg.results[0].error
-    assert agg.decision is None and agg.to_hook_json() == {}
+    assert agg.decision == "deny"
 
 
 # ----------------------------------------------------------------------------- exit 2 and others
@@ -117,7 +123,17 @@ async def test_exit2_blocks_other_blocking_events(project, event):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("event", ["PostToolUse", "Notification", "SessionStart", "SessionEnd"])
+@pytest.mark.parametrize("event", ["PostToolUse", "PostToolUseFailure"])
+async def test_exit2_after_a_tool_shows_stderr_to_the_model_as_claude_code_does(project, event):
+    command = "echo 'lint failed' >&2; exit 2"
+    agg = await fire(project, event, {}, cmd(command))
+    assert agg.results[0].outcome == "blocked"
+    assert agg.decision == "block" and agg.reason == f"[{command}]: lint failed"
+    assert agg.to_hook_json()["reason"] == f"[{command}]: lint failed"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("event", ["Notification", "SessionStart", "SessionEnd"])
 async def test_exit2_on_a_non_blocking_event_is_an_error_not_a_block(project, event):
     agg = await fire(project, event, {}, cmd("echo 'oops' >&2; exit 2"))
     assert agg.results[0].outcome == "error" and agg.results[0].error == "oops"
