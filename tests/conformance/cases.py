@@ -143,3 +143,23 @@ CASES: list[Case] = [
 ]
 
 BY_NAME = {case.name: case for case in CASES}
+
+# Cases where the sidecar differs from the CLI, and why: each difference must contain its marker (and nothing else
+# may differ in that case). Through the SDK, hooks reach the CLI as callbacks, and the CLI words a callback's
+# answer with its own name ("callback", "Stop:Callback") where a command hook's answer names the command, and calls
+# no SessionStart callback at all (docs/FIDELITY.md).
+KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
+    "post_exit2_stderr_to_model": ('from command: \\"callback\\"', "the CLI names an SDK callback \"callback\""),
+    "post_decision_block": ('from command: \\"callback\\"', "the CLI names an SDK callback \"callback\""),
+    "stop_decision_block": ("Stop:Callback hook blocking error", "the CLI names an SDK callback \"callback\""),
+    "stop_exit2_continues_once": ("Stop:Callback hook blocking error",
+                                  "for a callback's block the CLI adds a system message beside the feedback"),
+    "ups_plain_stdout": ("UserPromptSubmit hook additional context: context from hook",
+                         "a callback cannot give plain stdout: it arrives as additional context"),
+    "session_start_plain": ("SessionStart:startup hook success",
+                            "the CLI calls no SessionStart callback: the context goes with the first prompt"),
+    "session_start_additional_context": ("SessionStart hook additional context",
+                                         "the CLI calls no SessionStart callback: the context goes with the first prompt"),
+    "ups_exit2_blocks_prompt": ("stop_reason: CLI None vs ours 'blocked'", "Orion tells the frontend a hook blocked the prompt"),
+    "ups_decision_block": ("stop_reason: CLI None vs ours 'blocked'", "Orion tells the frontend a hook blocked the prompt"),
+}
