@@ -11,6 +11,7 @@ from ipc.protocol import WireModel
 # --------------------------------------------------------------------------- sessions
 
 SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
+SettingSource = Literal["user", "project", "local"]
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan"]
 # Ours (cancelled, blocked, error) and whatever the CLI reports (end_turn, tool_use, max_tokens, stop_sequence,
 # tool_deferred, refusal, ...): a stop reason a newer CLI adds must still reach the frontend, so any string passes.
@@ -32,6 +33,19 @@ class SessionNewParams(WireModel):
     allowed_tools: list[str] | None = None
     system_prompt: str | None = None
     sandbox: SandboxMode | None = None  # None means "auto"; only the app decides, never a project's settings
+    # Which Claude Code settings the CLI reads (CLAUDE.md, permission rules, env, MCP servers, agents, skills);
+    # None: user, project and local. Project and local are read only once the project is trusted.
+    setting_sources: list[SettingSource] | None = None
+    # The built-in Orion hooks: None or true all of them, false none, a list only those names.
+    builtin_hooks: bool | list[str] | None = None
+
+
+class SettingsInfo(WireModel):
+    """Which Claude Code setting sources the session's CLI reads, and which it was not given and why."""
+
+    sources: list[SettingSource]
+    withheld: list[SettingSource] = Field(default_factory=list)
+    reason: str | None = None
 
 
 class SandboxInfo(WireModel):
@@ -54,6 +68,7 @@ class SessionNewResult(WireModel):
     model: str
     hooks: HookCounts
     sandbox: SandboxInfo
+    settings: SettingsInfo
 
 
 class SessionPromptParams(WireModel):

@@ -45,20 +45,58 @@ class SessionSettings:
     session_end_budget_s: float = SESSION_END_BUDGET_S
 
 
-def build_registry(hookset_options: dict[str, dict[str, Any]], data_dir: Path) -> HookRegistry:
-    """Whatever the embedding application registered on the default registry, then the built-in hooks."""
+def build_registry(
+    hookset_options: dict[str, dict[str, Any]], data_dir: Path, builtin: bool | frozenset[str] = True
+) -> HookRegistry:
+    """Whatever the embedding application registered on the default registry, then the built-in hooks
+    (all of them, none, or the named ones: `session/new`'s `builtinHooks`)."""
     registry = HookRegistry()
     for extra in default_registry:
         registry.add(extra)
+    if builtin is False:
+        return registry
     # The built-in set last: its guards judge the input as the app's own hooks left it, never before a rewrite.
     for hook in builtin_registry(hookset_options, data_dir=data_dir):
-        registry.add(hook)
+        if builtin is True or hook.name in builtin:
+            registry.add(hook)
     return registry
 
 
-def load_session_hookset(project_dir: Path, vault_dir: Path | None, data_dir: Path) -> HookSet:
+def builtin_selection(value: bool | list[str] | None) -> bool | frozenset[str]:
+    """`builtinHooks` as given by the frontend: None/true all, false none, a list only those (names checked)."""
+    if value is None or value is True or value is False:
+        return value is not False
+    from hooks.builtin import BUILTIN_HOOK_NAMES
+
+    unknown = sorted(set(value) - set(BUILTIN_HOOK_NAMES))
+    if unknown:
+        raise InvalidParams(f"builtinHooks: unknown built-in hook(s) {', '.join(map(repr, unknown))}",
+                            data={"unknown": unknown, "known": sorted(BUILTIN_HOOK_NAMES)})
+    return frozenset(value)
+
+
+def load_session_hookset(
+    project_dir: Path, vault_dir: Path | None, data_dir: Path, builtin: bool | frozenset[str] = True
+) -> HookSet:
     options = read_builtin_options(project_dir, vault_dir)
-    return load_hookset(project_dir, vault_dir, registry=build_registry(options, data_dir))
+    return load_hookset(project_dir, vault_dir, registry=build_registry(options, data_dir, builtin))
+
+
+DEFAULT_SETTING_SOURCES = ("user", "project", "local")
+
+
+def cli_setting_sources(requested: list[str] | None, hookset: HookSet) -> dict[str, Any]:
+    """The Claude Code setting sources the CLI may read: the user's always (when asked for), the project's and its
+    local file only once the project is trusted, since they carry permission rules, env, MCP servers and CLAUDE.md.
+    Hooks in them never run in the CLI: the flag settings' disableAllHooks outranks every file."""
+    wanted = list(dict.fromkeys(requested if requested is not None else DEFAULT_SETTING_SOURCES))
+    withheld = [s for s in wanted if s in ("project", "local") and not hookset.trusted]
+    sources = [s for s in wanted if s not in withheld]
+    reason = None
+    if withheld:
+        reason = ("the project is not trusted: its settings (permission rules, env, MCP servers), CLAUDE.md, agents "
+                  "and skills stay out of the session until the user trusts it (hooks/list, hooks/trust)")
+    return {"sources": sources, "withheld": withheld, "reason": reason}
 
 
 def existing_dir(value: str, field: str) -> Path:
@@ -81,6 +119,7 @@ class Session:
     created_at: str
     state: str = "idle"  # idle | running | ended
     sandbox: Any = None  # sidecar.sandbox.SandboxStatus
+    settings: dict[str, Any] = field(default_factory=dict)  # the CLI's setting sources (cli_setting_sources)
     end_lock: anyio.Lock = field(default_factory=anyio.Lock)
     hooks_ran_at_end: int = 0
 
@@ -148,8 +187,11 @@ class SessionManager:
         allowed_tools: list[str] | None = None,
         system_prompt: str | None = None,
         sandbox: str | None = None,
+        setting_sources: list[str] | None = None,
+        builtin_hooks: bool | list[str] | None = None,
     ) -> tuple[Session, HookSet]:
         project = existing_dir(project_dir, "projectDir")
+        builtin = builtin_selection(builtin_hooks)
         vault = existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None
         sid = session_id or str(uuid.uuid4())
         if sid in self._sessions or sid in self._starting or sid in self._ended:
@@ -157,7 +199,8 @@ class SessionManager:
         self._starting.add(sid)
         try:
             session, hookset = await self._create(
-                sid, project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox
+                sid, project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox,
+                setting_sources=setting_sources, builtin=builtin,
             )
         finally:
             self._starting.discard(sid)
@@ -174,6 +217,9 @@ class SessionManager:
         allowed_tools: list[str] | None,
         system_prompt: str | None,
         sandbox_mode: str | None,
+        *,
+        setting_sources: list[str] | None = None,
+        builtin: bool | frozenset[str] = True,
     ) -> tuple[Session, HookSet]:
         # The SDK import takes ~1 s; on the event loop it would stall every other session and request.
         await anyio.to_thread.run_sync(importlib.import_module, "claude_agent_sdk")
@@ -193,7 +239,8 @@ class SessionManager:
             # The message names the problem, never the file's content (sdk_env); data.reason says which problem.
             raise ModelUnavailable(str(exc), data={"model": model, "reason": exc.reason}) from None
 
-        hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir)
+        hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir, builtin)
+        settings = cli_setting_sources(setting_sources, hookset)
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
         cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)
         notify = self._notify
@@ -240,6 +287,7 @@ class SessionManager:
                 env=cli_env,
                 clean_env=True,
                 sandbox=cli_settings(sandbox),
+                setting_sources=list(settings["sources"]),
                 permission_mode=permission_mode,
                 allowed_tools=list(allowed_tools or []),
                 system_prompt=system_prompt,
@@ -267,6 +315,7 @@ class SessionManager:
             vault_dir=vault,
             model=model or model_name or "default",
             sandbox=sandbox,
+            settings=settings,
             context=context,
             runner=runner,
             agent=agent,

@@ -24,6 +24,8 @@ def register(app: SidecarApp) -> None:
             allowed_tools=params.allowed_tools,
             system_prompt=params.system_prompt,
             sandbox=params.sandbox,
+            setting_sources=params.setting_sources,
+            builtin_hooks=params.builtin_hooks,
         )
         states = [spec.state for spec in hookset.entries]
         return p.SessionNewResult(
@@ -33,6 +35,7 @@ def register(app: SidecarApp) -> None:
                 active=states.count("active"), untrusted=states.count("untrusted"), dropped=states.count("dropped")
             ),
             sandbox=p.SandboxInfo.model_validate(session.sandbox.to_wire()),
+            settings=p.SettingsInfo.model_validate(session.settings),
         )
 
     @app.method("session/prompt")

@@ -1,0 +1,93 @@
+"""The project's own Claude Code configuration reaches the CLI once the project is trusted, and not before; settings
+hooks still run once, in the sidecar; `settingSources` and `builtinHooks` let the frontend choose."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hooks.builtin import BUILTIN_HOOK_NAMES
+from tests.e2e.conftest import fixed_policy
+
+pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
+
+CODEWORD = "PROJECT-MEMO-ultramarine-otter"
+BUILTIN_SOURCE = "builtin"
+# Every built-in hook but env-isolation: when a hook rewrites a Bash command, the CLI (2.1.330) asks about it
+# whatever allow rules the settings files hold (only allowedTools still applies); docs/FIDELITY.md.
+NO_REWRITE = [name for name in BUILTIN_HOOK_NAMES if name != "env-isolation"]
+# Not yet asserted: that a trusted project's allow rules spare a prompt. The CLI reads the file (CLAUDE.md arrives)
+# but, started by the SDK, still asks about a Bash call its "Bash" rule allows (docs/FIDELITY.md, "Not yet").
+
+
+def configure(project: Path, allow: list[str], hook_log: Path | None = None) -> None:
+    claude = project / ".claude"
+    claude.mkdir(exist_ok=True)
+    settings: dict = {"permissions": {"allow": allow}}
+    if hook_log is not None:
+        settings["hooks"] = {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "name": "count-bash", "command": f"echo ran >> {hook_log}"}]}]}
+    (claude / "settings.json").write_text(json.dumps(settings))
+    (project / "CLAUDE.md").write_text(f"# Project memo\n\nThe codeword is {CODEWORD}.\n")
+
+
+def request_texts(run, scenario: str = "config_bash") -> str:
+    return json.dumps([r["body"] for r in run.model_requests(scenario)])
+
+
+async def test_a_trusted_projects_claude_md_reaches_the_model_and_its_hooks_run_once(sidecar, tmp_path) -> None:
+    hook_log = tmp_path / "hook.log"
+    async with sidecar(project="notes", trust=False) as run:
+        configure(run.project, ["Bash"], hook_log)
+        await run.trust()
+        created = await run.new_session("config_bash", builtinHooks=NO_REWRITE)
+        assert created["settings"] == {"sources": ["user", "project", "local"], "withheld": [], "reason": None}
+        sid = created["sessionId"]
+        await run.prompt(sid, "run it")
+
+        assert CODEWORD in request_texts(run)  # CLAUDE.md reached the model
+        # The settings hook ran once per Bash call, in the sidecar: the CLI read the file but ran none of its hooks.
+        started = [h for h in run.named("hook_started", sid) if h["hookName"] == "count-bash"]
+        assert len(started) == 1 and hook_log.read_text().splitlines() == ["ran"]
+
+
+async def test_an_untrusted_project_that_allows_every_tool_still_gets_the_prompt(sidecar) -> None:
+    async with sidecar(project="notes", trust=False) as run:
+        configure(run.project, ["Bash(*)", "Bash"])
+        created = await run.new_session("config_bash", builtinHooks=NO_REWRITE)
+        assert created["settings"]["sources"] == ["user"]
+        assert created["settings"]["withheld"] == ["project", "local"]
+        assert "not trusted" in created["settings"]["reason"]
+        await run.prompt(created["sessionId"], "run it")
+
+        assert [r["toolName"] for r in run.permission_requests] == ["Bash"]
+        assert CODEWORD not in request_texts(run)
+
+
+async def test_no_setting_sources_reads_nothing_even_when_trusted(sidecar) -> None:
+    async with sidecar(project="notes", trust=False) as run:
+        configure(run.project, ["Bash"])
+        await run.trust()
+        created = await run.new_session("config_bash", settingSources=[], builtinHooks=NO_REWRITE)
+        assert created["settings"] == {"sources": [], "withheld": [], "reason": None}
+        await run.prompt(created["sessionId"], "run it")
+        assert [r["toolName"] for r in run.permission_requests] == ["Bash"]
+        assert CODEWORD not in request_texts(run)
+
+
+async def test_builtin_hooks_off_or_chosen_by_name(sidecar) -> None:
+    async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once")) as run:
+        off = await run.new_session("config_bash", builtinHooks=False)
+        await run.prompt(off["sessionId"], "run it")
+        assert [h for h in run.named("hook_started", off["sessionId"]) if h["source"] == BUILTIN_SOURCE] == []
+
+        only = await run.new_session("config_bash", builtinHooks=["protection"])
+        await run.prompt(only["sessionId"], "run it")
+        names = {h["hookName"] for h in run.named("hook_started", only["sessionId"]) if h["source"] == BUILTIN_SOURCE}
+        assert names == {"protection"}
+
+        with pytest.raises(Exception) as info:
+            await run.new_session("config_bash", builtinHooks=["protectoin"])
+        assert "protectoin" in str(getattr(info.value, "message", info.value))
