@@ -39,14 +39,9 @@ def _load(module: str | None):
         from hooks.builtin.protection import evaluate
 
         return evaluate
-    import importlib.util
+    from bench.module_file import load_module_file
 
-    spec = importlib.util.spec_from_file_location("protection_under_test", module)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(mod)
-    return mod.evaluate
+    return load_module_file(module, "protection_under_test").evaluate
 
 
 def main(n: int, module: str | None = None) -> None:

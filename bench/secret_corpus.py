@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import importlib.util
 import json
 import os
 import random
@@ -38,12 +37,9 @@ def load_module(path: str | None):
         import hooks.redaction as module
 
         return module
-    spec = importlib.util.spec_from_file_location("redaction_under_test", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    from bench.module_file import load_module_file
+
+    return load_module_file(path, "redaction_under_test")
 
 
 def detect_secrets_redactor() -> tuple[Redact, Callable[[str], bool]]:
