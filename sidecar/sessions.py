@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import re
@@ -120,6 +121,9 @@ class Session:
     state: str = "idle"  # idle | running | ended
     sandbox: Any = None  # sidecar.sandbox.SandboxStatus
     settings: dict[str, Any] = field(default_factory=dict)  # the CLI's setting sources (cli_setting_sources)
+    # The project had no .claude/ when the session started: the CLI creates one (a sandbox mount point and an empty
+    # .cc-writes/), which the session removes again at its end while they are still empty.
+    claude_dir_was_absent: bool = False
     end_lock: anyio.Lock = field(default_factory=anyio.Lock)
     hooks_ran_at_end: int = 0
 
@@ -239,6 +243,7 @@ class SessionManager:
             # The message names the problem, never the file's content (sdk_env); data.reason says which problem.
             raise ModelUnavailable(str(exc), data={"model": model, "reason": exc.reason}) from None
 
+        claude_dir_was_absent = not (project / ".claude").exists()
         hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir, builtin)
         settings = cli_setting_sources(setting_sources, hookset)
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
@@ -316,6 +321,7 @@ class SessionManager:
             model=model or model_name or "default",
             sandbox=sandbox,
             settings=settings,
+            claude_dir_was_absent=claude_dir_was_absent,
             context=context,
             runner=runner,
             agent=agent,
@@ -373,6 +379,12 @@ class SessionManager:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(session.agent.close)
                     tg.start_soon(session.runner.aclose)
+        if session.claude_dir_was_absent:
+            claude = session.project_dir / ".claude"
+            # rmdir only ever removes empty directories: anything someone wrote there stays.
+            for leftover in (claude / ".cc-writes", claude):  # the CLI's write-tracking dir, then .claude itself
+                with contextlib.suppress(OSError):
+                    leftover.rmdir()
         if session.model.startswith("scripted:"):
             # A scripted session's CLI home (config, transcripts) is scratch: keep the data dir from filling up.
             home = self.settings.data_dir / "cli-home" / session_id
