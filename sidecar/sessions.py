@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import logging
 import re
 import shutil
@@ -248,6 +249,8 @@ class SessionManager:
         settings = cli_setting_sources(setting_sources, hookset)
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
         cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)
+        if "project" in settings["sources"]:
+            await anyio.to_thread.run_sync(accept_workspace_in_cli, cli_config_dir(cli_env), project, data_dir)
         notify = self._notify
 
         async def emit(event: str, payload: dict[str, Any]) -> None:
@@ -446,6 +449,33 @@ def sidecar_payload(event: str, context: SessionContext, **extra: Any) -> dict[s
     if isinstance(context.state.get("prompt_id"), str):
         payload["prompt_id"] = context.state["prompt_id"]
     return {**payload, **extra}
+
+
+def accept_workspace_in_cli(config_dir: Path, project: Path, data_dir: Path) -> bool:
+    """Tell the CLI the user trusts this project, as its own trust dialog would, so it honours the project's
+    permission rules (without that it reads CLAUDE.md but ignores the allow rules). Only in a CLI config Orion
+    owns (a scripted session's home under the data dir): the user's own ~/.claude.json is never written."""
+    try:
+        config_dir.resolve().relative_to(Path(data_dir).resolve())
+    except ValueError:
+        return False
+    from hooks.private_files import write_private_json
+
+    path = config_dir / ".claude.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError):
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    projects = data.setdefault("projects", {})
+    if not isinstance(projects, dict):
+        projects = data["projects"] = {}
+    entry = projects.setdefault(str(project), {})
+    if isinstance(entry, dict):
+        entry["hasTrustDialogAccepted"] = True
+    write_private_json(path, data)
+    return True
 
 
 def cli_config_dir(env: dict[str, str]) -> Path:

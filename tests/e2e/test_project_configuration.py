@@ -18,8 +18,6 @@ BUILTIN_SOURCE = "builtin"
 # Every built-in hook but env-isolation: when a hook rewrites a Bash command, the CLI (2.1.330) asks about it
 # whatever allow rules the settings files hold (only allowedTools still applies); docs/FIDELITY.md.
 NO_REWRITE = [name for name in BUILTIN_HOOK_NAMES if name != "env-isolation"]
-# Not yet asserted: that a trusted project's allow rules spare a prompt. The CLI reads the file (CLAUDE.md arrives)
-# but, started by the SDK, still asks about a Bash call its "Bash" rule allows (docs/FIDELITY.md, "Not yet").
 
 
 def configure(project: Path, allow: list[str], hook_log: Path | None = None) -> None:
@@ -37,7 +35,7 @@ def request_texts(run, scenario: str = "config_bash") -> str:
     return json.dumps([r["body"] for r in run.model_requests(scenario)])
 
 
-async def test_a_trusted_projects_claude_md_reaches_the_model_and_its_hooks_run_once(sidecar, tmp_path) -> None:
+async def test_a_trusted_projects_rules_and_claude_md_reach_the_cli_and_its_hooks_run_once(sidecar, tmp_path) -> None:
     hook_log = tmp_path / "hook.log"
     async with sidecar(project="notes", trust=False) as run:
         configure(run.project, ["Bash"], hook_log)
@@ -48,6 +46,9 @@ async def test_a_trusted_projects_claude_md_reaches_the_model_and_its_hooks_run_
         await run.prompt(sid, "run it")
 
         assert CODEWORD in request_texts(run)  # CLAUDE.md reached the model
+        assert run.permission_requests == []  # the project's allow rule reached the CLI and was honoured
+        output = "".join(str(u.get("output")) for u in run.updates(sid, "tool_call_update"))
+        assert "from-bash" in output and (run.project / "from-bash.txt").exists()
         # The settings hook ran once per Bash call, in the sidecar: the CLI read the file but ran none of its hooks.
         started = [h for h in run.named("hook_started", sid) if h["hookName"] == "count-bash"]
         assert len(started) == 1 and hook_log.read_text().splitlines() == ["ran"]
