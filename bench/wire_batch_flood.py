@@ -31,15 +31,15 @@ def vm_hwm_kib(pid: int) -> int:
     return -1
 
 
-def build_batch(mib: float) -> bytes:
-    target = int(mib * 1024 * 1024)
-    parts, size, i = [], 1, 0
-    while size < target:
+def ping_batch(target_bytes: int, prefix: bytes = b"") -> bytes:
+    """A batch of pings of about `target_bytes`, as one wire line without its newline (tests/security uses it too)."""
+    members, size, i = [], 2, 0
+    while size < target_bytes:
         member = b'{"jsonrpc":"2.0","method":"ping","id":%d}' % i
-        parts.append(member)
+        members.append(member)
         size += len(member) + 1
         i += 1
-    return b"[" + b",".join(parts) + b"]\n"
+    return prefix + b"[" + b",".join(members) + b"]"
 
 
 def run(mib: float) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def run(mib: float) -> dict[str, Any]:
     proc.stdin.write(b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2026-11-01","clientInfo":{"name":"bench","version":"0"}}}\n')
     out.readline()
     rss_idle = vm_hwm_kib(proc.pid)
-    batch = build_batch(mib)
+    batch = ping_batch(int(mib * 1024 * 1024)) + b"\n"
     arrivals: dict[str, float] = {}
     batch_answer: dict[str, Any] = {}
 

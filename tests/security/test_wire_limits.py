@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
+from bench.wire_batch_flood import ping_batch
 from frontend_stub.client import SidecarClient
 from ipc.framing import LineDecoder
 from ipc.errors import BatchTooLarge, LineTooLong
@@ -18,17 +19,6 @@ from ipc.peer import JsonRpcPeer, RequestContext, Route
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
 WAIT_S = 60.0
-
-
-def ping_batch(target_bytes: int, prefix: bytes = b"") -> bytes:
-    """A batch of pings of about `target_bytes`, as one wire line."""
-    members, size, i = [], 2, 0
-    while size < target_bytes:
-        member = b'{"jsonrpc":"2.0","method":"ping","id":%d}' % i
-        members.append(member)
-        size += len(member) + 1
-        i += 1
-    return prefix + b"[" + b",".join(members) + b"]"
 
 
 def peak_rss_mib(pid: int) -> float:
