@@ -338,7 +338,10 @@ def unreviewed_code(spec: HookSpec, payload: dict[str, Any], session: SessionCon
     if spec.pinned and (changed := changed_pin(spec.pinned)) is not None:
         return (f"{changed} changed since the project was trusted; the hook did not run "
                 "(review the change, then trust the project again)")
-    if spec.type == "command" and spec.command and spec.cwd is None:
+    moved = payload.get("cwd")
+    # Only after the agent's `cd` (the input names another directory): the common case costs no stat.
+    if (spec.type == "command" and spec.command and spec.cwd is None
+            and isinstance(moved, str) and moved != str(session.project_dir)):
         cwd = run_cwd(spec, payload, session.project_dir)
         if cwd != session.project_dir:
             reached = command_files(spec.command, cwd, session.project_dir)
