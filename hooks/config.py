@@ -241,7 +241,7 @@ def _parse_legacy(event: str, item: dict[str, Any], path: str, file: Path, hooks
         "failClosed": not legacy.continueOnError,
         "enabled": legacy.enabled,
     }
-    words = _split(legacy.command)
+    words = split_command(legacy.command)
     script = _launcher_script(words)
     if script is not None:
         # "uv run python hook_launcher.py x.py": the story's launcher; ours is warm and in-process-managed.
@@ -255,7 +255,8 @@ def _parse_legacy(event: str, item: dict[str, Any], path: str, file: Path, hooks
     return RawEntry(event, None, path, config, legacy=True, cwd=hooks_dir)
 
 
-def _split(command: str) -> list[str]:
+def split_command(command: str) -> list[str]:
+    """A command line's words as the shell would split them; plain whitespace when its quoting is broken."""
     try:
         return shlex.split(command)
     except ValueError:
@@ -270,7 +271,7 @@ def _launcher_script(words: list[str]) -> str | None:
 
 
 def first_word(command: str) -> str | None:
-    words = _split(command)
+    words = split_command(command)
     return words[0] if words else None
 
 

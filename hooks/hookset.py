@@ -15,16 +15,15 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hooks.config import RawEntry, first_word
+from hooks.config import RawEntry, first_word, split_command
 from hooks.matchers import Matcher, MatcherError, compile_matcher
 from hooks.registry import HookRegistry, ProgrammaticHook, default_registry
-from hooks.manifest import Manifest, build_manifest, command_files, expand_project_dir, pins
+from hooks.manifest import INTERPRETER, SCRIPT_SUFFIXES, Manifest, build_manifest, command_files, expand_project_dir, pins
 from hooks.sources import SourcePaths, read_overrides, read_settings
 from hooks.trust import TrustStatus, TrustStore
 from hooks.types import HookFunction
@@ -495,24 +494,19 @@ class _Builder:
         spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
 
 
-_INTERPRETER = re.compile(r"(?:python[0-9.]*|node|bash|sh|zsh|dash|ruby|perl|deno|bun|php)")
-_SCRIPT_SUFFIXES = (".py", ".sh", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".bash", ".zsh")
 
 
 def interpreter_script(command: str) -> str | None:
     """The script file an interpreter command runs (`python3 -S hooks/x.py arg` → `hooks/x.py`), if it names one."""
-    try:
-        argv = shlex.split(command, comments=False)
-    except ValueError:
-        return None
-    if not argv or not _INTERPRETER.fullmatch(os.path.basename(argv[0])):
+    argv = split_command(command)
+    if not argv or not INTERPRETER.fullmatch(os.path.basename(argv[0])):
         return None
     for arg in argv[1:]:
         if arg.startswith("-"):
             if arg in ("-c", "-m", "-e", "--eval"):
                 return None  # inline code or a module, not a file
             continue
-        return arg if arg.endswith(_SCRIPT_SUFFIXES) else None
+        return arg if arg.endswith(SCRIPT_SUFFIXES) else None
     return None
 
 

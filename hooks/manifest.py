@@ -15,12 +15,12 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from hooks.config import split_command
 
 MANIFEST_VERSION = 2
 
@@ -118,16 +118,9 @@ def expand_project_dir(text: str, project_dir: Path) -> str:
     return text
 
 
-_INTERPRETER = re.compile(r"(?:python[0-9.]*|node|bash|sh|zsh|dash|ksh|ruby|perl|deno|bun|php|tsx|ts-node)")
+INTERPRETER = re.compile(r"(?:python[0-9.]*|node|bash|sh|zsh|dash|ksh|ruby|perl|deno|bun|php|tsx|ts-node)")
 _SOURCE_WORDS = frozenset({"source", "."})
 SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".ps1")
-
-
-def _split_words(text: str) -> list[str]:
-    try:
-        return shlex.split(text, comments=False)
-    except ValueError:
-        return text.split()
 
 
 def command_files(command: str, cwd: Path, project_dir: Path) -> list[Path]:
@@ -139,11 +132,11 @@ def command_files(command: str, cwd: Path, project_dir: Path) -> list[Path]:
     (`git`, `jq`) is found on PATH by the shell, not in the project; plain
     data arguments (`touch out.log`) are not code and are not pinned.
     """
-    words = _split_words(expand_project_dir(command, project_dir))
+    words = split_command(expand_project_dir(command, project_dir))
     picked: list[str] = []
     if words and "/" in words[0]:
         picked.append(words[0])
-    after_interpreter = bool(words) and bool(_INTERPRETER.fullmatch(os.path.basename(words[0])))
+    after_interpreter = bool(words) and bool(INTERPRETER.fullmatch(os.path.basename(words[0])))
     for index, word in enumerate(words[1:], start=1):
         if not word or len(word) > 4096:
             continue
