@@ -249,15 +249,16 @@ class SessionManager:
         settings = cli_setting_sources(setting_sources, hookset)
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
         cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)
+        config_dir = cli_config_dir(cli_env)
         if "project" in settings["sources"]:
-            await anyio.to_thread.run_sync(accept_workspace_in_cli, cli_config_dir(cli_env), project, data_dir)
+            await anyio.to_thread.run_sync(accept_workspace_in_cli, config_dir, project, data_dir)
         notify = self._notify
 
         async def emit(event: str, payload: dict[str, Any]) -> None:
             await notify(event, {**payload, "sessionId": sid})
 
         context = SessionContext(session_id=sid, project_dir=project, vault_dir=vault, data_dir=data_dir, emit=emit,
-                                 cli_config_dir=cli_config_dir(cli_env))
+                                 cli_config_dir=config_dir)
         runner = HookRunner(
             hookset,
             IpcHookObserver(notify),
