@@ -357,3 +357,23 @@ def test_the_trust_store_is_private_to_the_user(project, isolated_home):
     assert store.path.stat().st_mode & 0o777 == 0o600
     assert store.path.parent.stat().st_mode & 0o077 == 0
     assert (Path(str(store.path) + ".lock").stat().st_mode & 0o777) == 0o600
+
+
+@pytest.mark.asyncio
+async def test_after_the_agents_cd_a_relative_script_planted_there_does_not_run(project, tmp_path):
+    """Hooks run in the agent's current directory, as in Claude Code; a relative script name then names another
+    file than the reviewed one: the hook does not run rather than run unreviewed code."""
+    script(project.hooks_dir / "check.sh", "#!/bin/sh\nexit 0\n")
+    project.settings(settings("PreToolUse", cmd("sh .claude/hooks/check.sh", name="gate"), matcher="Bash"))
+    project.trust()
+    elsewhere = tmp_path / "elsewhere"
+    evil = tmp_path / "evil.ran"
+    script(elsewhere / ".claude" / "hooks" / "check.sh", f"#!/bin/sh\ntouch {evil}\n")
+    hookset = project.load(registry=HookRegistry())
+    with anyio.fail_after(20):
+        async with running(hookset) as runner:
+            moved = await runner.fire("PreToolUse", {**PRE_BASH, "cwd": str(elsewhere)}, session(project))
+            home = await runner.fire("PreToolUse", {**PRE_BASH, "cwd": str(project.root)}, session(project))
+    assert not evil.exists()
+    assert moved.results[0].outcome == "error" and "not the reviewed" in moved.results[0].error
+    assert home.results[0].outcome == "success"
