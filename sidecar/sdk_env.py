@@ -2,7 +2,9 @@
 
 Exceptions::
 
-    ModelConfigError(ValueError)     no usable model: no API key and no scripted scenario
+    ModelConfigError(ValueError)     no usable model
+    ├── NoCredential                 a real model, and nothing the CLI could authenticate with (sidecar/credentials.py);
+    │                                the message names every way to give it one
     ├── ScenarioNotFound             ``scripted:<x>`` names no file
     ├── NotAScenario                 it names a file that is no scenario file (suffix, kind, size, permissions)
     └── InvalidScenario              a scenario file that does not follow the format
@@ -12,11 +14,13 @@ None of their messages quote the file: ``scripted:/etc/shadow`` must not echo th
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from sidecar.credentials import cli_truthy, find_credential, missing_credential_message
 from sidecar.scripted_model.scenario import ScenarioError
 from sidecar.scripted_model.server import ScriptedModelServer, get_or_start, shared_server
 
@@ -25,11 +29,18 @@ SCENARIO_SUFFIXES = (".yaml", ".yml", ".json")
 SCENARIO_MAX_BYTES = 8 * 1024 * 1024
 EXAMPLE_SCENARIOS = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
 
+log = logging.getLogger("sidecar.sdk_env")
+
 
 class ModelConfigError(ValueError):
     """The session cannot reach any model with the given settings."""
 
     reason = "modelUnavailable"
+
+
+class NoCredential(ModelConfigError):
+    """A real-model session whose CLI would find no credential. Same ``reason`` as its parent: on the wire it is the
+    error a session without an API key always got, now with a message naming what to set."""
 
 
 class ScenarioNotFound(ModelConfigError):
@@ -124,11 +135,14 @@ def offline_env(base_url: str, home: Path) -> dict[str, str]:
 
 
 def build_model_env(
-    model: str | None, data_dir: Path, session_id: str
+    model: str | None, data_dir: Path, session_id: str, *, setting_sources: Iterable[str] | None = None
 ) -> tuple[dict[str, str], str | None, ScriptedModelServer | None]:
     """Return ``(env for the CLI, model name for the SDK or None for its default, scripted server or None)``.
 
     ``env`` holds only what the model connection needs; ``cli_environment`` adds the rest of what the CLI may see.
+    A real model needs a credential the CLI can authenticate with (sidecar/credentials.py); ``setting_sources``
+    (the CLI's, None for its default, which loads the user's settings) says whether an ``apiKeyHelper`` or
+    ``env`` in the user's Claude Code settings counts.
     """
     if model and model.startswith(SCRIPTED_PREFIX):
         scenario = resolve_scenario(model[len(SCRIPTED_PREFIX) :].strip())
@@ -139,8 +153,14 @@ def build_model_env(
         # One CLI home per session: the CLI writes ~/.claude.json and transcripts there, and two
         # sessions rewriting one config file at once is a race we do not need.
         return offline_env(url, Path(data_dir) / "cli-home" / session_id), None, shared_server(scenario)
-    if not os.environ.get("ANTHROPIC_API_KEY"):
-        raise ModelConfigError("no ANTHROPIC_API_KEY: use model 'scripted:<scenario>' (e.g. 'scripted:demo')")
+    # What the CLI will see: the allow-listed environment (HOME and CLAUDE_CONFIG_DIR locate its settings and login).
+    env = cli_environment({})
+    user = setting_sources is None or "user" in setting_sources
+    credential = find_credential(env, user_settings=user)
+    if credential is None:
+        raise NoCredential(missing_credential_message(env, user_settings=user))
+    # The source's name and where it was found, never its value.
+    log.info("session %s: model %s, credential %s", session_id, model or "(the CLI's default)", credential)
     return {}, (model or None), None
 
 
@@ -162,9 +182,11 @@ CLI_ENV_NAMES = frozenset({
 # switches (provider choice, OAuth token, traffic); LC_*: locale.
 CLI_ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_CODE_", "LC_")
 # A third-party provider's credentials pass only when the user chose that provider.
+# The switch is read as the CLI reads it (credentials.cli_truthy): "1", "true", "yes", "on".
 PROVIDER_ENV = {
     "CLAUDE_CODE_USE_BEDROCK": ("AWS_",),
     "CLAUDE_CODE_USE_VERTEX": ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUD_ML_REGION", "VERTEX_REGION_", "GCLOUD_PROJECT"),
+    "CLAUDE_CODE_USE_FOUNDRY": ("AZURE_",),
 }
 # Never to the CLI, whatever matches above or the user lists: the sidecar's own configuration and secrets.
 NEVER_PREFIXES = ("ORION_",)
@@ -191,7 +213,7 @@ def cli_environment(
     base = os.environ if base is None else base
     never = set(withheld)
     extra = {name for name in re.split(r"[\s,]+", base.get(PASS_VAR, "")) if _NAME.match(name)}
-    providers = tuple(p for switch, prefixes in PROVIDER_ENV.items() if _truthy(base.get(switch)) for p in prefixes)
+    providers = tuple(p for switch, prefixes in PROVIDER_ENV.items() if cli_truthy(base.get(switch)) for p in prefixes)
 
     def allowed(name: str) -> bool:
         if name == RUN_TOKEN_VAR:
@@ -203,10 +225,6 @@ def cli_environment(
     env = {name: value for name, value in base.items() if allowed(name)}
     env.update({name: value for name, value in model_env.items() if name not in never})
     return env
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def hook_env_names(specs: Iterable[object]) -> set[str]:

@@ -12,13 +12,15 @@ import anyio
 
 from frontend_stub.client import SidecarClient
 from frontend_stub.session_view import SessionView
+from ipc.errors import RemoteError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
 
 
 def scenario_model(scenario: str | None) -> str | None:
-    """`scripted:<abs path>` for a scenario name or file; None means: the real model (needs ANTHROPIC_API_KEY)."""
+    """`scripted:<abs path>` for a scenario name or file; None means: the real model (the sidecar checks that the
+    CLI has a credential for it: an API key, an auth token, an apiKeyHelper, a login, a cloud provider)."""
     if scenario is None:
         return None
     path = Path(scenario)
@@ -57,8 +59,12 @@ async def run_session(
     permission_option: str = "allow_once",
     allowed_tools: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Start one session, run `prompts` in order, end it; returns the prompt results."""
+    """Start one session, run `prompts` in order, end it; returns the prompt results.
+
+    A refused `session/new` raises its RemoteError after the sidecar has shut down.
+    """
     argv = shlex.split(sidecar) if sidecar else None
+    refused: RemoteError | None = None
     policy = PermissionPolicy(view, permission_option)
     results: list[dict[str, Any]] = []
     async with SidecarClient.launch(argv, env=env or dict(os.environ), on_request=policy) as client:
@@ -88,18 +94,25 @@ async def run_session(
                 params["vaultDir"] = str(vault)
             if allowed_tools:
                 params["allowedTools"] = allowed_tools
-            new = await client.request("session/new", params, timeout=120)
-            counts = new["hooks"]
-            view.line(
-                f"session ▸ {new['sessionId']} on {new['model']}: {counts['active']} active hooks, "
-                f"{counts['untrusted']} untrusted, {counts['dropped']} dropped by policy"
-            )
-            for prompt in prompts:
-                results.append(
-                    await client.request("session/prompt", {"sessionId": new["sessionId"], "prompt": prompt}, timeout=600)
+            try:
+                new = await client.request("session/new", params, timeout=120)
+            except RemoteError as exc:
+                # Refused (no credential for the real model, a bad scenario, ...): the sidecar's message says why;
+                # it is raised once the sidecar has shut down cleanly.
+                refused = exc
+            else:
+                counts = new["hooks"]
+                view.line(
+                    f"session ▸ {new['sessionId']} on {new['model']}: {counts['active']} active hooks, "
+                    f"{counts['untrusted']} untrusted, {counts['dropped']} dropped by policy"
                 )
-            ended = await client.request("session/end", {"sessionId": new["sessionId"], "reason": "other"})
-            view.line(f"session ▸ ended; {ended['hooksRan']} SessionEnd hook(s) ran")
+                for prompt in prompts:
+                    results.append(await client.request(
+                        "session/prompt", {"sessionId": new["sessionId"], "prompt": prompt}, timeout=600))
+                ended = await client.request("session/end", {"sessionId": new["sessionId"], "reason": "other"})
+                view.line(f"session ▸ ended; {ended['hooksRan']} SessionEnd hook(s) ran")
             tg.cancel_scope.cancel()
         view.close()
+    if refused is not None:
+        raise refused
     return results

@@ -1,4 +1,4 @@
-"""sdk_env.build_model_env: scripted vs real model, scenario lookup, and the no-key error."""
+"""sdk_env.build_model_env: scripted vs real model, scenario lookup, and the no-credential error."""
 
 from __future__ import annotations
 
@@ -38,8 +38,13 @@ def test_scenario_path_and_missing_scenario(tmp_path: Path) -> None:
         build_model_env("scripted:no-such-scenario", tmp_path, "x")
 
 
-def test_real_model_needs_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ModelConfigError, match=r"no ANTHROPIC_API_KEY: use model 'scripted:<scenario>'"):
+def test_real_model_needs_a_credential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every other source is covered by tests/sidecar/test_credentials.py.
+    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
+                 "CLAUDE_CODE_USE_FOUNDRY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ModelConfigError, match=r"no credentials for a real model: set one of ANTHROPIC_API_KEY .*"
+                                               r"or use model 'scripted:<scenario>'"):
         build_model_env(None, tmp_path, "x")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     assert build_model_env("claude-sonnet-x", tmp_path, "x") == ({}, "claude-sonnet-x", None)

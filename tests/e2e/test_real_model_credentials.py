@@ -1,0 +1,163 @@
+"""Real-model sessions without ANTHROPIC_API_KEY, through `python -m sidecar` and the real CLI.
+
+The "real model" here is a Messages API on 127.0.0.1: `python -m sidecar.scripted_model` started by the test and
+reached the way a gateway is, through ANTHROPIC_BASE_URL. The session does not use `scripted:`, so the sidecar
+takes its real-model path: it decides which credential the CLI will use (sidecar/credentials.py) and the CLI
+authenticates with it; the server's request log shows what the CLI sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ipc.errors import MODEL_UNAVAILABLE, RemoteError
+from tests.e2e.conftest import REPO_ROOT
+
+pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
+
+ANSWER = "Answered through the gateway."
+# Everything that could give the CLI a credential; the tests start from none of them.
+CREDENTIAL_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN",
+                   "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY", "CLAUDE_CONFIG_DIR")
+# Keep the CLI from reaching anything but the local server.
+OFFLINE = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+           "DISABLE_ERROR_REPORTING": "1"}
+
+
+@pytest.fixture(autouse=True)
+def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in CREDENTIAL_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A local Messages API (the scripted model server, run standalone): its URL and its request log."""
+    scenario = tmp_path / "gateway.json"
+    scenario.write_text(json.dumps({"turns": [ANSWER], "default": ANSWER, "side_reply": "Gateway chat"}))
+    log = tmp_path / "gateway-requests.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT,
+                            start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else url
+        yield url, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def requests_sent(log: Path) -> list[dict[str, Any]]:
+    """The main-loop requests the CLI sent (with tools), oldest first."""
+    if not log.exists():
+        return []
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [r for r in records if r["has_tools"]]
+
+
+def every_word_of(run: Any) -> str:
+    """Everything the frontend received and everything the sidecar logged: no secret may be in it."""
+    return json.dumps([[e.name, e.params] for e in run.events], default=str) + run.client.stderr_text()
+
+
+async def start_and_prompt(run: Any, model: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    params: dict[str, Any] = {"projectDir": str(run.project)}
+    if model:
+        params["model"] = model
+    new = await run.request("session/new", params, timeout=90.0)
+    result = await run.prompt(new["sessionId"], "Say something.", timeout=90.0)
+    await run.end(new["sessionId"])
+    return new, result
+
+
+async def test_a_gateway_with_an_auth_token_and_no_api_key(sidecar, gateway) -> None:
+    url, log = gateway
+    token = "gateway-token-0451-not-a-real-one"
+    env = {**OFFLINE, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_AUTH_TOKEN": token}
+    async with sidecar(env=env) as run:
+        new, result = await start_and_prompt(run, model="claude-sonnet-4-5")
+        assert new["model"] == "claude-sonnet-4-5"
+        assert result["stopReason"] == "end_turn" and result["resultText"] == ANSWER
+        # The real CLI sent the token as a bearer token, for the model the session asked for.
+        sent = requests_sent(log)
+        assert sent and sent[0]["body"]["model"] == "claude-sonnet-4-5"
+        assert sent[0]["headers"]["authorization"] == f"Bearer {token}"
+        assert "x-api-key" not in sent[0]["headers"]
+        # The sidecar names the source, never the value.
+        assert "credential ANTHROPIC_AUTH_TOKEN (environment)" in run.client.stderr_text()
+        assert token not in every_word_of(run)
+
+
+async def test_an_api_key_helper_in_the_users_claude_settings(sidecar, gateway, tmp_path: Path) -> None:
+    url, log = gateway
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    ran = tmp_path / "helper-ran"
+    helper = tmp_path / "key-helper.sh"
+    helper.write_text(f"#!/bin/sh\necho run >> '{ran}'\necho helper-key-0451-dummy\n")
+    helper.chmod(helper.stat().st_mode | stat.S_IXUSR)
+    (config / "settings.json").write_text(json.dumps({"apiKeyHelper": str(helper)}))
+    env = {**OFFLINE, "ANTHROPIC_BASE_URL": url, "CLAUDE_CONFIG_DIR": str(config)}
+    async with sidecar(env=env) as run:
+        _, result = await start_and_prompt(run)
+        assert result["stopReason"] == "end_turn" and result["resultText"] == ANSWER
+        sent = requests_sent(log)
+        assert sent and sent[0]["headers"]["x-api-key"] == "helper-key-0451-dummy"
+        assert ran.exists()  # the CLI ran it; the sidecar only saw it configured (tests/sidecar/test_credentials.py)
+        assert f"credential apiKeyHelper (user settings {config / 'settings.json'})" in run.client.stderr_text()
+        assert "helper-key-0451-dummy" not in every_word_of(run)
+
+
+async def test_nothing_set_is_refused_by_name_and_the_sidecar_stays_up(sidecar) -> None:
+    async with sidecar(env=OFFLINE) as run:
+        with pytest.raises(RemoteError) as refused:
+            await run.request("session/new", {"projectDir": str(run.project)}, timeout=60.0)
+        error = refused.value
+        assert error.code == MODEL_UNAVAILABLE
+        assert error.data == {"model": None, "reason": "modelUnavailable"}
+        for what in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "apiKeyHelper",
+                     "settings.json", "CLAUDE_CODE_OAUTH_TOKEN", "claude /login", "CLAUDE_CODE_USE_BEDROCK",
+                     "CLAUDE_CODE_USE_VERTEX", "scripted:"):
+            assert what in error.message, what
+        await run.client.ping()
+
+
+async def test_a_base_url_alone_is_refused_with_what_it_lacks(sidecar, gateway) -> None:
+    url, log = gateway
+    async with sidecar(env={**OFFLINE, "ANTHROPIC_BASE_URL": url}) as run:
+        with pytest.raises(RemoteError) as refused:
+            await run.request("session/new", {"projectDir": str(run.project)}, timeout=60.0)
+        assert "ANTHROPIC_BASE_URL is set" in refused.value.message
+        assert "set ANTHROPIC_AUTH_TOKEN to any value" in refused.value.message
+        await run.client.ping()
+    assert requests_sent(log) == []
+
+
+async def test_an_untrusted_projects_api_key_helper_is_no_credential(sidecar, gateway, tmp_path: Path) -> None:
+    """A project's apiKeyHelper is project code: it neither counts as a credential nor runs."""
+    url, log = gateway
+    ran = tmp_path / "project-helper-ran"
+    helper = tmp_path / "project-helper.sh"
+    helper.write_text(f"#!/bin/sh\necho run >> '{ran}'\necho project-key\n")
+    helper.chmod(helper.stat().st_mode | stat.S_IXUSR)
+    async with sidecar(env={**OFFLINE, "ANTHROPIC_BASE_URL": url}, trust=False) as run:
+        (run.project / ".claude").mkdir(exist_ok=True)
+        (run.project / ".claude" / "settings.json").write_text(json.dumps({"apiKeyHelper": str(helper)}))
+        with pytest.raises(RemoteError) as refused:
+            await run.request("session/new", {"projectDir": str(run.project)}, timeout=60.0)
+        assert refused.value.code == MODEL_UNAVAILABLE
+        await run.client.ping()
+    assert not ran.exists()
+    assert requests_sent(log) == []
