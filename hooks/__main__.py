@@ -59,6 +59,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for row in rows:
         row["runs"] = _runs_text(row["runs"])
     print(_table(rows))
+    print("\nsettings files read, in order:")
+    for kind, path in hookset.paths.ordered():
+        print(f"  {kind:<12} {path}{'' if path.exists() else '  (absent)'}")
     pinned = [(spec.name, path, digest) for spec in hookset.entries for path, digest in spec.pinned]
     if pinned:
         print("\nfiles the hooks run (sha256 as reviewed):")

@@ -118,6 +118,7 @@ class ParsedSettings:
     disable_all: bool = False
     allowed_http_urls: list[str] | None = None
     disabled_hooks: frozenset[str] = frozenset()  # `disabledHooks`: honoured only from the user's own settings
+    claude_user_hooks: bool | None = None  # `claudeUserHooks`: honoured only from Orion's user settings (None: unset)
     builtin_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     hooks_section: Any = None  # the raw `hooks` value, hashed for trust
 
@@ -145,6 +146,12 @@ def parse_settings(data: Any, file: Path, *, hooks_dir: Path | None = None) -> P
         out.errors.append(f"{file}: $.disableAllHooks: expected true or false")
     else:
         out.disable_all = dis
+
+    cuh = data.get("claudeUserHooks")
+    if cuh is not None and not isinstance(cuh, bool):
+        out.errors.append(f"{file}: $.claudeUserHooks: expected true or false")
+    else:
+        out.claude_user_hooks = cuh
 
     out.allowed_http_urls = _string_list(data, "allowedHttpHookUrls", "URL patterns", out)
     out.disabled_hooks = frozenset(_string_list(data, "disabledHooks", "hook names", out) or ())

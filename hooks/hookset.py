@@ -2,9 +2,9 @@
 
 Who may flip what (docs/SECURITY.md): a switch reaches only the hooks of the
 source that set it, except the user's own settings, which reach every source;
-a project (or vault) never weakens the built-in guards or the app's hooks, and
-none of its hooks runs until the user trusts the manifest of everything it
-would execute (hooks.manifest).
+a project (or vault) never weakens the built-in guards, the app's hooks or the
+user's own Claude Code hooks, and none of its hooks runs until the user trusts
+the manifest of everything it would execute (hooks.manifest).
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ DEFAULT_TIMEOUT_S = {"command": 30.0, "python": 30.0, "prompt": 30.0, "agent": 6
 TRUST_SOURCES = frozenset({"project", "local", "vault"})
 # Sources a project's own switches (hook-overrides.json, disableAllHooks, allowedHttpHookUrls) reach.
 PROJECT_SOURCES = frozenset({"project", "local"})
+# The user's own Claude Code settings (~/.claude/settings.json): hooks `claude` runs for this user in every project.
+# They run without the project's trust (the user wrote them), unless they run a file inside the project; only
+# Orion's user settings switch them (`claudeUserHooks`, `disabledHooks`, `disableAllHooks`) besides their own file.
+CLAUDE_USER = "claude-user"
 
 
 @dataclass(slots=True)
@@ -70,6 +74,9 @@ class HookSpec:
     log: logging.Logger | None = None
     # (file, digest) of every file this hook runs, as reviewed; checked again before each run.
     pinned: tuple[tuple[Path, str], ...] = ()
+    # A hook of the user's own (claude-user) that runs a file inside the project: that file is the project's code,
+    # so it waits for the project's trust, joins the trust manifest and is checked before each run like a project's.
+    runs_project_code: bool = False
 
     @property
     def active(self) -> bool:
@@ -166,6 +173,7 @@ class HookSet:
             registry=self.registry,
             builtin_settings=self.paths.builtin,
             user_settings=self.paths.user,
+            claude_user_settings=self.paths.claude_user,
             trust_store=self.trust_store,
         )
 
@@ -196,13 +204,17 @@ class Switches:
     disable_all: dict[str, Path] = field(default_factory=dict)  # source kind -> the file whose disableAllHooks covers it
     trusted_urls: list[str] | None = None  # built-in and user allowedHttpHookUrls: every http hook
     project_urls: list[str] | None = None  # project and local allowedHttpHookUrls: narrow project hooks only
+    claude_user_urls: list[str] | None = None  # the Claude Code user file's allowedHttpHookUrls: narrow its own hooks
+    claude_user_on: bool = True  # Orion's user settings `claudeUserHooks` (only that file may set it)
 
 
 def _switches(parsed: dict[str, Any], overrides: frozenset[str]) -> Switches:
     sw = Switches(user_disabled=parsed["user"].disabled_hooks, project_disabled=overrides)
-    # Widest first, so the user's own file is the one named when several set it.
+    sw.claude_user_on = parsed["user"].claude_user_hooks is not False
+    # Narrowest first, so the widest file (the user's own) is the one named when several set it.
     for kind, covers in (("vault", ("vault",)), ("local", PROJECT_SOURCES), ("project", PROJECT_SOURCES),
-                         ("user", ("user", "vault", "project", "local", "programmatic"))):
+                         (CLAUDE_USER, (CLAUDE_USER,)),
+                         ("user", ("user", CLAUDE_USER, "vault", "project", "local", "programmatic"))):
         p = parsed.get(kind)
         if p is not None and p.disable_all:
             for covered in covers:
@@ -213,7 +225,15 @@ def _switches(parsed: dict[str, Any], overrides: frozenset[str]) -> Switches:
     for kind in ("project", "local"):
         if parsed[kind].allowed_http_urls is not None:
             sw.project_urls = (sw.project_urls or []) + parsed[kind].allowed_http_urls
+    if CLAUDE_USER in parsed:
+        sw.claude_user_urls = parsed[CLAUDE_USER].allowed_http_urls
     return sw
+
+
+def _misplaced_switches(parsed: dict[str, Any]) -> list[str]:
+    """`claudeUserHooks` anywhere but Orion's user settings: said, and ignored (a project must not reach the user's hooks)."""
+    return [f"{p.file}: $.claudeUserHooks: only Orion's user settings may turn the user's Claude Code hooks on or off; ignored"
+            for kind, p in parsed.items() if kind != "user" and p.claude_user_hooks is not None]
 
 
 def load_hookset(
@@ -223,10 +243,12 @@ def load_hookset(
     registry: HookRegistry | None = None,
     builtin_settings: Path | None = None,
     user_settings: Path | None = None,
+    claude_user_settings: Path | None = None,
     trust_store: TrustStore | None = None,
 ) -> HookSet:
     """Read every source and apply policy, switches and trust. Never raises for bad files: they become warnings and invalid entries."""
-    paths = SourcePaths.for_project(project_dir, vault_dir, builtin_settings=builtin_settings, user_settings=user_settings)
+    paths = SourcePaths.for_project(project_dir, vault_dir, builtin_settings=builtin_settings, user_settings=user_settings,
+                                    claude_user_settings=claude_user_settings)
     registry = default_registry if registry is None else registry
     store = trust_store if trust_store is not None else TrustStore()
     warnings: list[str] = []
@@ -239,6 +261,10 @@ def load_hookset(
         warnings.extend(p.warnings)
     overrides, problems = read_overrides(paths.overrides)
     warnings.extend(problems)
+    warnings.extend(_misplaced_switches(parsed))
+    if paths.claude_user_is_project_file:
+        warnings.append(f"{paths.claude_user}: the user's Claude Code settings are this project's own settings file "
+                        "(the project is the home directory); read once, as the project's: its hooks wait for trust")
 
     builder = _Builder(paths, warnings, _switches(parsed, overrides))
     for kind, p in parsed.items():
@@ -318,6 +344,10 @@ class _Builder:
         elif htype == "http" and (url_problem := self._url_problem(kind, config.url)):
             spec.state, spec.reason = "invalid", url_problem
             self.warnings.append(f"{where}: {spec.reason}")
+        elif kind == CLAUDE_USER and not self.switches.claude_user_on:
+            spec.state = "disabled"
+            spec.reason = (f"claudeUserHooks is false in {self.paths.user}: hooks from the user's Claude Code settings "
+                           f"({file}) do not run in Orion")
         elif kind in ("user", "vault") and htype != "prompt":
             spec.state = "dropped"
             spec.reason = f"{htype} hooks are not allowed in {kind} settings (only prompt hooks are); dropped"
@@ -336,6 +366,10 @@ class _Builder:
             fnmatch.fnmatchcase(url, pat) for pat in sw.project_urls
         ):
             return f"url {url!r} matches no allowedHttpHookUrls pattern of the project's settings"
+        if kind == CLAUDE_USER and sw.claude_user_urls is not None and not any(
+            fnmatch.fnmatchcase(url, pat) for pat in sw.claude_user_urls
+        ):
+            return f"url {url!r} matches no allowedHttpHookUrls pattern of the user's Claude Code settings"
         return None
 
     def add_programmatic(self, prog: ProgrammaticHook) -> None:
@@ -374,15 +408,24 @@ class _Builder:
             elif not found & PROJECT_SOURCES:
                 self.warnings.append(
                     f"{self.paths.overrides}: $.disabled: {name!r} is a {'/'.join(sorted(found))} hook; a project may turn "
-                    "off only its own hooks (built-in and app hooks are turned off in the user's settings: disabledHooks); ignored"
+                    "off only its own hooks (built-in, app and the user's Claude Code hooks are turned off in the user's "
+                    "settings: disabledHooks); ignored"
                 )
         for name in sorted(sw.user_disabled):
             if name not in sources_of:
                 self.warnings.append(f"{self.paths.user}: $.disabledHooks: {name!r} names no hook (check the spelling)")
 
     def trust_files(self) -> list[Path]:
-        """The files hooks from untrusted sources would run: part of what the user trusts."""
-        return [path for spec in self.specs if spec.source in TRUST_SOURCES for path, _ in spec.pinned]
+        """The files hooks from untrusted sources would run, and the project files the user's own hooks would run
+        (when they run): part of what the user trusts."""
+        files = [path for spec in self.specs if spec.source in TRUST_SOURCES for path, _ in spec.pinned]
+        for spec in self.specs:
+            if spec.runs_project_code and spec.state == "active":
+                files += [path for path, _ in spec.pinned if self._in_project(path)]
+        return files
+
+    def _in_project(self, path: Path) -> bool:
+        return Path(os.path.normpath(path)).is_relative_to(self.paths.project_dir)
 
     def apply_trust(self, status: TrustStatus, manifest: Manifest) -> None:
         if status.trusted:
@@ -398,6 +441,13 @@ class _Builder:
         untrusted = [s for s in self.specs if s.source in TRUST_SOURCES and s.state == "active"]
         for spec in untrusted:
             spec.state, spec.reason = "untrusted", f"{reason}; {spec.reason}" if spec.reason else reason
+        for spec in self.specs:
+            if spec.runs_project_code and spec.state == "active":
+                inside = ", ".join(str(p) for p, _ in spec.pinned if self._in_project(p))
+                why_user = (f"this hook of the user's Claude Code settings runs {inside}, which is the project's code: "
+                            f"it waits for the project's trust; {reason}")
+                spec.state, spec.reason = "untrusted", f"{why_user}; {spec.reason}" if spec.reason else why_user
+                untrusted.append(spec)
         if untrusted and status.changes:
             self.warnings.append(f"{self.paths.project_dir}: {why}; its hooks do not run until it is trusted again")
 
@@ -437,6 +487,8 @@ class _Builder:
                 spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
         else:
             return
+        if spec.source == CLAUDE_USER:
+            spec.runs_project_code = any(self._in_project(path) for path, _ in spec.pinned)
         if spec.state != "active":
             return
         first = self._dedupe.get(key)
@@ -453,7 +505,9 @@ class _Builder:
         path = Path(script).expanduser()
         if path.is_absolute():
             return path
-        base = spec.source_file.parent if spec.source == "builtin" and spec.source_file else self.paths.hooks_dir
+        # Built-in and the user's Claude Code settings resolve next to their own file (~/.claude/x.py), never in the project.
+        own_dir = spec.source in ("builtin", CLAUDE_USER) and spec.source_file
+        base = spec.source_file.parent if own_dir else self.paths.hooks_dir
         return base / path
 
     def _check_command(self, spec: HookSpec, command: str, where: str) -> None:

@@ -1,4 +1,4 @@
-"""Where the hook engine keeps its files: data directory, user settings path, and the session-id check guarding both."""
+"""Where the hook engine keeps its files: data directory, user settings paths, and the session-id check guarding both."""
 
 from __future__ import annotations
 
@@ -32,6 +32,22 @@ def user_settings_path() -> Path:
     if xdg:
         return Path(xdg) / "orion" / "settings.json"
     return Path.home() / ".config" / "orion" / "settings.json"
+
+
+def claude_user_settings_path() -> Path:
+    """The user's own Claude Code settings, read as the `claude-user` hook source.
+
+    `ORION_CLAUDE_USER_SETTINGS` (tests, or a deliberate override), else `$CLAUDE_CONFIG_DIR/settings.json`, else
+    `~/.claude/settings.json`: the file `claude` itself reads as its user settings (only `settings.json`; Claude
+    Code has no user-level `settings.local.json`).
+    """
+    explicit = os.environ.get("ORION_CLAUDE_USER_SETTINGS")
+    if explicit:
+        return Path(explicit)
+    config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
+    if config_dir:
+        return Path(config_dir).expanduser() / "settings.json"
+    return Path.home() / ".claude" / "settings.json"
 
 
 def validate_session_id(session_id: str) -> str:

@@ -247,7 +247,8 @@ class HookRunner:
             if executor is None:
                 report = ExecutionReport(status="error", error=f"no executor for type {spec.type}")
                 fail_open = True
-            elif spec.source in TRUST_SOURCES and (unreviewed := unreviewed_code(spec, payload, session)) is not None:
+            elif ((spec.source in TRUST_SOURCES or spec.runs_project_code)
+                  and (unreviewed := unreviewed_code(spec, payload, session)) is not None):
                 # Trust binds content: a script edited after review (a git pull, the agent), or another file reached
                 # through the agent's `cd`, does not run on the old trust.
                 report = ExecutionReport(status="error", error=unreviewed)

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from hooks.config import ParsedSettings, parse_settings
-from hooks.paths import user_settings_path
+from hooks.paths import claude_user_settings_path, user_settings_path
 
 BUILTIN_SETTINGS = Path(__file__).with_name("builtin_settings.json")
 
-# Hook lists concatenate in this order; programmatic hooks come after all of them.
-SOURCE_ORDER = ("builtin", "user", "vault", "project", "local")
+# Hook lists concatenate in this order; programmatic hooks come after all of them. "user" is Orion's user settings,
+# "claude-user" the user's own Claude Code settings (~/.claude/settings.json), which `claude` runs hooks from too.
+SOURCE_ORDER = ("builtin", "user", "claude-user", "vault", "project", "local")
 
 
 @dataclass(slots=True, frozen=True)
@@ -23,6 +24,7 @@ class SourcePaths:
     project_dir: Path
     builtin: Path
     user: Path
+    claude_user: Path  # the user's Claude Code settings: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json
     vault: Path | None  # <vault>/.orion/settings.json when a vault was given
     project: Path
     local: Path
@@ -36,6 +38,7 @@ class SourcePaths:
         *,
         builtin_settings: Path | None = None,
         user_settings: Path | None = None,
+        claude_user_settings: Path | None = None,
     ) -> SourcePaths:
         project_dir = Path(project_dir).expanduser().resolve()
         claude = project_dir / ".claude"
@@ -43,6 +46,7 @@ class SourcePaths:
             project_dir=project_dir,
             builtin=Path(builtin_settings) if builtin_settings else BUILTIN_SETTINGS,
             user=Path(user_settings) if user_settings else user_settings_path(),
+            claude_user=Path(claude_user_settings) if claude_user_settings else claude_user_settings_path(),
             vault=(Path(vault_dir).expanduser() / ".orion" / "settings.json") if vault_dir else None,
             project=claude / "settings.json",
             local=claude / "settings.local.json",
@@ -53,8 +57,20 @@ class SourcePaths:
     def hooks_dir(self) -> Path:
         return self.project_dir / ".claude" / "hooks"
 
+    @property
+    def claude_user_is_project_file(self) -> bool:
+        """True when the project is the home directory (or CLAUDE_CONFIG_DIR is its .claude): the user's Claude Code
+        settings file is then the project's own, read once, as the project's (its hooks wait for trust)."""
+        try:
+            mine = self.claude_user.resolve()
+            return mine in (self.project.resolve(), self.local.resolve())
+        except (OSError, RuntimeError):
+            return False
+
     def ordered(self) -> list[tuple[str, Path]]:
         files = [("builtin", self.builtin), ("user", self.user)]
+        if not self.claude_user_is_project_file:
+            files.append(("claude-user", self.claude_user))
         if self.vault is not None:
             files.append(("vault", self.vault))
         files += [("project", self.project), ("local", self.local)]

@@ -49,7 +49,7 @@ TOOL_EVENTS: frozenset[str] = frozenset(
 )
 
 HookType = Literal["command", "python", "prompt", "agent", "http", "callable"]
-SourceKind = Literal["builtin", "user", "vault", "project", "local", "programmatic"]
+SourceKind = Literal["builtin", "user", "claude-user", "vault", "project", "local", "programmatic"]
 Outcome = Literal["success", "blocked", "error", "timeout", "cancelled"]
 PermissionDecision = Literal["allow", "deny", "ask", "defer"]
 HookState = Literal["active", "disabled", "dropped", "untrusted", "invalid"]

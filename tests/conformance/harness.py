@@ -150,7 +150,10 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
     builtin_names = sorted({h.name for h in builtin_registry(data_dir=data)})
     user_settings.write_text(json.dumps({"disabledHooks": builtin_names}))
     log_dir = root / "sidecar-requests"
+    # The reference CLI reads the project's settings only (setting_sources=["project"]): the sidecar must not add the
+    # machine's own Claude Code user hooks (the claude-user source) to what it runs.
     env = {**os.environ, "ORION_DATA_DIR": str(data), "ORION_USER_SETTINGS": str(user_settings),
+           "ORION_CLAUDE_USER_SETTINGS": str(root / "no-claude-user-settings.json"),
            "ORION_SCRIPTED_LOG_DIR": str(log_dir), "HOME": str(root / "home"),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     (root / "home").mkdir(exist_ok=True)
