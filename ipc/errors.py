@@ -13,14 +13,16 @@
         ├── MethodNotFound           -32601
         ├── InvalidParams            -32602
         ├── InternalError            -32603
-        ├── ServerError              -32000 (generic server failure)
-        ├── SessionNotFound          -32001
-        ├── NotInitialized           -32002
-        ├── SessionBusy              -32003
-        ├── HookEngineError          -32004
-        ├── PermissionTimeout        -32005
-        ├── ModelUnavailable         -32006
+        ├── ServerError              -32603 (an unexpected failure: ACP's internal error)
+        ├── AuthRequired             -32000 (ACP: no credential reaches the model)
+        ├── ResourceNotFound         -32002 (ACP: a named file, directory or past session does not exist)
         ├── RequestCancelled         -32800
+        ├── SessionNotFound          -31001 (Orion's own codes: -31099..-31000, clear of every JSON-RPC/ACP code)
+        ├── NotInitialized           -31002
+        ├── SessionBusy              -31003
+        ├── HookEngineError          -31004
+        ├── PermissionTimeout        -31005
+        ├── ModelUnavailable         -31006
         └── RemoteError              an error response received for one of *our* requests (any code)
 """
 
@@ -50,14 +52,20 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-SERVER_ERROR = -32000
-SESSION_NOT_FOUND = -32001
-NOT_INITIALIZED = -32002
-SESSION_BUSY = -32003
-HOOK_ENGINE_ERROR = -32004
-PERMISSION_TIMEOUT = -32005
-MODEL_UNAVAILABLE = -32006
+# ACP's own codes keep ACP's meanings (agentclientprotocol.com, schema `ErrorCode`).
+AUTH_REQUIRED = -32000
+RESOURCE_NOT_FOUND = -32002
 REQUEST_CANCELLED = -32800
+# An unexpected failure inside a handler is ACP's (and JSON-RPC's) internal error.
+SERVER_ERROR = INTERNAL_ERROR
+# Orion's own codes live in -31099..-31000: outside JSON-RPC's reserved -32768..-32000, so they collide with
+# nothing ACP defines now or may define later.
+SESSION_NOT_FOUND = -31001
+NOT_INITIALIZED = -31002
+SESSION_BUSY = -31003
+HOOK_ENGINE_ERROR = -31004
+PERMISSION_TIMEOUT = -31005
+MODEL_UNAVAILABLE = -31006
 
 ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(PARSE_ERROR, "ParseError", "Parse error",
@@ -70,9 +78,13 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(INVALID_PARAMS, "InvalidParams", "Invalid params",
               "Params failed validation; `data.errors` lists pydantic's errors as `{loc, msg, type}`."),
     ErrorCode(INTERNAL_ERROR, "InternalError", "Internal error",
-              "A result failed its own model's validation (a sidecar bug)."),
-    ErrorCode(SERVER_ERROR, "ServerError", "Server error",
-              "An unexpected failure inside a handler; details are in the sidecar's stderr log."),
+              "An unexpected failure inside a handler, or a result that failed its own model's validation (a "
+              "sidecar bug); details are in the sidecar's stderr log, `data.type` names the exception."),
+    ErrorCode(AUTH_REQUIRED, "AuthRequired", "Authentication required",
+              "ACP: no credential can reach the model; the message names what to set, `authenticate` tells which "
+              "methods are available."),
+    ErrorCode(RESOURCE_NOT_FOUND, "ResourceNotFound", "Resource not found",
+              "ACP: a file, directory or past session (`session/load`) named in the request does not exist."),
     ErrorCode(SESSION_NOT_FOUND, "SessionNotFound", "Session not found",
               "No live session has the given `sessionId`."),
     ErrorCode(NOT_INITIALIZED, "NotInitialized", "Not initialized",
@@ -142,7 +154,7 @@ class RpcError(IpcError):
     def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None) -> None:
         if code is not None:
             self.code = code
-        self.message = message or _MESSAGES.get(self.code, "Server error")
+        self.message = message or _MESSAGES.get(self.code, "Internal error")
         self.data = data
         super().__init__(self.message)
 
@@ -174,7 +186,17 @@ class InternalError(RpcError):
 
 
 class ServerError(RpcError):
+    """An unexpected failure: ACP's internal error (-32603)."""
+
     code = SERVER_ERROR
+
+
+class AuthRequired(RpcError):
+    code = AUTH_REQUIRED
+
+
+class ResourceNotFound(RpcError):
+    code = RESOURCE_NOT_FOUND
 
 
 class SessionNotFound(RpcError):

@@ -522,13 +522,19 @@ class JsonRpcPeer:
         self._close_pending()
 
 
+def _dump(model: BaseModel) -> Any:
+    # A model that knows its wire form (ACP's leave absent fields out) says so; any other is dumped by alias.
+    wire = getattr(model, "wire", None)
+    return wire() if wire is not None else model.model_dump(mode="json", by_alias=True)
+
+
 def _shape_result(route: Route, method: str, result: Any) -> Any:
     if isinstance(result, BaseModel):
-        return result.model_dump(mode="json", by_alias=True)
+        return _dump(result)
     if result is None or route.result is None:
         return result
     try:
-        return route.result.model_validate(result).model_dump(mode="json", by_alias=True)
+        return _dump(route.result.model_validate(result))
     except ValidationError as exc:
         logger.error("result of %r does not match %s: %s", method, route.result.__name__, exc)
         raise InternalError(data={"reason": f"result of {method} failed validation"}) from None

@@ -8,9 +8,9 @@ creating ~45 model classes costs ~15 ms that a starting sidecar does not need be
 from __future__ import annotations
 
 import importlib
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION = "2026-11-01"
@@ -43,8 +43,18 @@ class ServerInfo(WireModel):
     version: str
 
 
+class HandshakeParams(WireModel):
+    """`initialize` of either dialect: an integer `protocolVersion` is ACP, a date string Orion's first protocol."""
+
+    protocol_version: Union[StrictInt, str]
+    client_info: dict[str, Any] | None = None
+    client_capabilities: dict[str, Any] = Field(default_factory=dict)
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+
+
 class InitializeParams(WireModel):
-    """First request of every connection; any other request before it fails with -32002."""
+    """First request of every connection; any other request before it fails with -31002."""
 
     protocol_version: str
     client_info: ClientInfo
@@ -87,15 +97,21 @@ def __getattr__(name: str) -> Any:
     # Dunder probes (copy, pickle, typing) must not load the agent models.
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    agent = importlib.import_module("ipc.protocol_agent")
-    exported = {key: value for key, value in vars(agent).items() if not key.startswith("_") and key not in globals()}
-    globals().update(exported)
-    try:
-        return exported[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    for module_name in _LAZY_MODULES:
+        module = importlib.import_module(module_name)
+        exported = {key: value for key, value in vars(module).items() if not key.startswith("_") and key not in globals()}
+        globals().update(exported)
+        if name in exported:
+            return exported[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# Sessions, hooks and memory (Orion's first dialect and the session core), then ACP and its `_orion/` extensions.
+_LAZY_MODULES = ("ipc.protocol_agent", "ipc.protocol_acp")
 
 
 def __dir__() -> list[str]:
-    agent = importlib.import_module("ipc.protocol_agent")
-    return sorted({*globals(), *(key for key in vars(agent) if not key.startswith("_"))})
+    names = set(globals())
+    for module_name in _LAZY_MODULES:
+        names.update(key for key in vars(importlib.import_module(module_name)) if not key.startswith("_"))
+    return sorted(names)

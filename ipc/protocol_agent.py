@@ -365,6 +365,7 @@ class NotificationEvent(WireModel):
 class UserMessageUpdate(WireModel):
     session_update: Literal["user_message"]
     text: str
+    replay: bool = False  # true: from a loaded session's history (session/load), not a prompt running now
 
 
 class AgentMessageChunkUpdate(WireModel):
@@ -403,8 +404,41 @@ class ResultUpdate(WireModel):
     num_turns: int
 
 
+class CurrentModeUpdate(WireModel):
+    """The session's permission mode changed (`session/set_mode`)."""
+
+    session_update: Literal["current_mode_update"]
+    current_mode_id: str
+
+
+class AvailableCommand(WireModel):
+    name: str
+    description: str
+
+
+class AvailableCommandsUpdate(WireModel):
+    """The slash commands the session's CLI offers (Claude Code's and the project's `.claude/commands`)."""
+
+    session_update: Literal["available_commands_update"]
+    available_commands: list[AvailableCommand]
+
+
+class NoticeUpdate(WireModel):
+    """What Claude Code shows the user beside the conversation: a hook's `systemMessage`, a prompt a hook blocked,
+    a hook that failed or timed out, a tool call a hook or the user denied."""
+
+    session_update: Literal["notice"]
+    level: Literal["info", "warning", "error"]
+    text: str
+    source: Literal["hook", "permission"]
+    event: str | None = None
+    hook_name: str | None = None
+    tool_use_id: str | None = None
+
+
 SessionUpdateBody = Annotated[
-    Union[UserMessageUpdate, AgentMessageChunkUpdate, AgentThoughtChunkUpdate, ToolCallUpdate, ToolCallStatusUpdate, ResultUpdate],
+    Union[UserMessageUpdate, AgentMessageChunkUpdate, AgentThoughtChunkUpdate, ToolCallUpdate, ToolCallStatusUpdate,
+          ResultUpdate, CurrentModeUpdate, AvailableCommandsUpdate, NoticeUpdate],
     Field(discriminator="session_update"),
 ]
 

@@ -72,7 +72,7 @@ def _m(name: str, params: str, result: str | None, summary: str,
 # Frontend → sidecar.
 METHODS: dict[str, MethodSpec] = dict([
     _m("initialize", "InitializeParams", "InitializeResult",
-       "Handshake. Must be the first request; any other request before it fails with -32002."),
+       "Handshake. Must be the first request; any other request before it fails with -31002."),
     _m("ping", "Empty", "Empty", "Liveness check; answers `{}`."),
     _m("shutdown", "Empty", None,
        "Begin an orderly shutdown; answers `null`. Later requests fail with -32600; `exit` (or EOF) then ends the process with code 0."),
@@ -81,7 +81,7 @@ METHODS: dict[str, MethodSpec] = dict([
        "Cancel an in-flight request by id; it answers -32800. Works in both directions.", "notification"),
     _m("session/new", "SessionNewParams", "SessionNewResult", "Start an agent session in a project."),
     _m("session/prompt", "SessionPromptParams", "SessionPromptResult",
-       "Run one prompt to completion; `session/update` events stream meanwhile. -32003 if one is already running."),
+       "Run one prompt to completion; `session/update` events stream meanwhile. -31003 if one is already running."),
     _m("session/cancel", "SessionRef", "SessionCancelResult", "Cancel the running prompt of a session, if any."),
     _m("session/end", "SessionEndParams", "SessionEndResult", "End a session (SessionEnd hooks run)."),
     _m("session/list", "Empty", "SessionListResult", "List sessions."),
@@ -109,4 +109,39 @@ EVENTS: ModelTable = ModelTable({
     "sandboxStatus": "SandboxStatusEvent",
     "session/update": "SessionUpdateEvent",
     "log": "LogEvent",
+})
+
+# --------------------------------------------------------------------------- the ACP dialect (docs/PROTOCOL.md)
+# After an `initialize` with an integer `protocolVersion`, these are the methods; Orion's own (above, but for the
+# session methods ACP redefines) are reached as `_orion/<name>`, and its events arrive as `_orion/<event>`.
+
+ACP_METHODS: dict[str, MethodSpec] = dict([
+    _m("initialize", "AcpInitializeParams", "AcpInitializeResult",
+       "ACP handshake: protocol version 1 (another version is answered with 1; the client decides), capabilities, "
+       "auth methods. `clientCapabilities._meta.orion.events` opts in to Orion's events."),
+    _m("authenticate", "AuthenticateParams", "AcpEmpty",
+       "Check that a credential of the chosen method is usable; -32000 naming what to set if not."),
+    _m("session/new", "AcpNewSessionParams", "AcpNewSessionResult",
+       "Start a session in `cwd` with the client's MCP servers; Orion's options in `_meta.orion`."),
+    _m("session/load", "AcpLoadSessionParams", "AcpLoadSessionResult",
+       "Resume a past session by id: its history streams as `session/update`s before the answer."),
+    _m("session/list", "AcpListSessionsParams", "AcpListSessionsResult",
+       "Sessions this sidecar knows (live and past), newest first, optionally only those of `cwd`."),
+    _m("session/set_mode", "SetModeParams", "AcpEmpty",
+       "Switch the permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`); a `current_mode_update` follows."),
+    _m("session/prompt", "AcpPromptParams", "AcpPromptResult",
+       "Run one prompt (text, images, resource links, embedded resources); updates stream meanwhile."),
+    _m("session/cancel", "AcpCancelParams", None,
+       "Stop the running prompt; it answers `cancelled`, pending permission requests are answered for it.",
+       "notification"),
+])
+
+ACP_CLIENT_REQUESTS: dict[str, MethodSpec] = dict([
+    _m("session/request_permission", "AcpRequestPermissionParams", "RequestPermissionResult",
+       "ACP: ask the user whether a tool call may run (a hook's `ask` arrives the same way, its reason in `_meta.orion`)."),
+])
+
+ACP_EVENTS: ModelTable = ModelTable({
+    "session/update": "AcpSessionNotification",
+    "_orion/*": "OrionEventFields",
 })

@@ -12,7 +12,7 @@ from pydantic.json_schema import models_json_schema
 
 from ipc.errors import ERROR_CODES
 from ipc.protocol import PROTOCOL_VERSION
-from ipc.registry import CLIENT_REQUESTS, EVENTS, METHODS, MethodSpec
+from ipc.registry import ACP_CLIENT_REQUESTS, ACP_EVENTS, ACP_METHODS, CLIENT_REQUESTS, EVENTS, METHODS, MethodSpec
 
 BEGIN = "<!-- BEGIN GENERATED: python -m ipc.schema --markdown -->"
 END = "<!-- END GENERATED -->"
@@ -20,11 +20,11 @@ END = "<!-- END GENERATED -->"
 
 def _all_models() -> list[type[BaseModel]]:
     seen: dict[str, type[BaseModel]] = {}
-    for spec in [*METHODS.values(), *CLIENT_REQUESTS.values()]:
+    for spec in [*METHODS.values(), *CLIENT_REQUESTS.values(), *ACP_METHODS.values(), *ACP_CLIENT_REQUESTS.values()]:
         for model in (spec.params, spec.result):
             if model is not None:
                 seen.setdefault(model.__name__, model)
-    for model in EVENTS.values():
+    for model in [*EVENTS.values(), *ACP_EVENTS.values()]:
         seen.setdefault(model.__name__, model)
     return list(seen.values())
 
@@ -50,6 +50,15 @@ def bundle() -> dict[str, Any]:
         "methods": {name: method_entry(spec) for name, spec in METHODS.items()},
         "clientRequests": {name: method_entry(spec) for name, spec in CLIENT_REQUESTS.items()},
         "events": {name: ref(model) for name, model in EVENTS.items()},
+        # The Agent Client Protocol dialect (an integer protocolVersion at initialize): ACP v1 as the sidecar
+        # speaks it; Orion's methods as `_orion/<name>` (params as above), its events as `_orion/<event>` (the
+        # event's params above plus OrionEventFields).
+        "acp": {
+            "protocolVersion": 1,
+            "methods": {name: method_entry(spec) for name, spec in ACP_METHODS.items()},
+            "clientRequests": {name: method_entry(spec) for name, spec in ACP_CLIENT_REQUESTS.items()},
+            "events": {name: ref(model) for name, model in ACP_EVENTS.items()},
+        },
         "errors": [{"code": e.code, "name": e.name, "message": e.message, "meaning": e.meaning} for e in ERROR_CODES],
         "$defs": top.get("$defs", {}),
     }
@@ -114,16 +123,27 @@ def markdown() -> str:
                 else:
                     out.extend([f"Result `{result}`:", "", *_fields_table(result, defs)])
 
+    def events(title: str, entries: dict[str, Any]) -> None:
+        out.extend([f"### {title}", ""])
+        for event, ref in entries.items():
+            model = name_of(ref)
+            out.extend([f"#### `{event}`", "", f"Params `{model}`:", "", *_fields_table(model, defs)])
+
+    acp = doc["acp"]
+    out.extend(["## ACP dialect (`protocolVersion: 1`)", ""])
+    section("ACP methods (client → sidecar)", acp["methods"])
+    section("ACP requests (sidecar → client)", acp["clientRequests"])
+    events("ACP notifications (sidecar → client)", acp["events"])
+    out.extend(["## Orion's first dialect (`protocolVersion: \"" + PROTOCOL_VERSION + "\"`)", ""])
     section("Methods (frontend → sidecar)", doc["methods"])
     section("Requests (sidecar → frontend)", doc["clientRequests"])
-    out.extend(["### Events (sidecar → frontend notifications)", ""])
-    for event, ref in doc["events"].items():
-        model = name_of(ref)
-        out.extend([f"#### `{event}`", "", f"Params `{model}`:", "", *_fields_table(model, defs)])
+    events("Events (sidecar → frontend notifications)", doc["events"])
     out.extend(["### Shared types", ""])
-    listed = {name_of(e["params"]) for e in [*doc["methods"].values(), *doc["clientRequests"].values()]}
-    listed |= {name_of(e["result"]) for e in [*doc["methods"].values(), *doc["clientRequests"].values()]}
-    listed |= {name_of(r) for r in doc["events"].values()}
+    every = [*doc["methods"].values(), *doc["clientRequests"].values(), *acp["methods"].values(),
+             *acp["clientRequests"].values()]
+    listed = {name_of(e["params"]) for e in every}
+    listed |= {name_of(e["result"]) for e in every}
+    listed |= {name_of(r) for r in [*doc["events"].values(), *acp["events"].values()]}
     for model in sorted(set(defs) - listed):
         out.extend([f"#### `{model}`", "", *_fields_table(model, defs)])
     out.extend(["### Error codes", "", "| code | name | message | when |", "|---|---|---|---|"])

@@ -32,3 +32,15 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     "$venv/bin/python" -m pip install --disable-pip-version-check -q -e "$root[test]" >&2
     echo "$want" > "$stamp"
 fi
+# The official ACP TypeScript SDK, the Node client of tests/acp (pinned by tests/acp/node/package-lock.json).
+acp_node="$root/tests/acp/node"
+if command -v npm >/dev/null 2>&1; then
+    lock_sum="$(sha256sum "$acp_node/package-lock.json" | cut -c1-16)"
+    if [ ! -f "$acp_node/node_modules/.orion-installed" ] || [ "$(cat "$acp_node/node_modules/.orion-installed")" != "$lock_sum" ]; then
+        echo "[setup] installing the ACP TypeScript SDK for the protocol tests (tests/acp/node)" >&2
+        (cd "$acp_node" && npm ci --no-audit --no-fund --loglevel=error >&2) \
+            && echo "$lock_sum" > "$acp_node/node_modules/.orion-installed"
+    fi
+else
+    echo "[setup] warning: npm not found; the ACP TypeScript SDK test (tests/acp/test_node_sdk_client.py) will fail" >&2
+fi

@@ -128,6 +128,8 @@ class AgentConfig:
     clean_env: bool = False
     # The CLI's `sandbox` settings (sidecar/sandbox.py), merged into the flag settings; None leaves them out.
     sandbox: dict[str, Any] | None = None
+    # MCP servers the client brought (ACP `mcpServers`), in the SDK's shape: name -> {type, command|url, ...}.
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -230,6 +232,7 @@ class AgentSession:
         self._pending_compact_trigger: str | None = None
         self.cli_session_id: str | None = None
         self.cli_pid: int | None = None
+        self._commands_sent: list[dict[str, str]] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -280,6 +283,7 @@ class AgentSession:
             system_prompt=self._system_prompt(),
             include_partial_messages=cfg.include_partial_messages,
             setting_sources=list(cfg.setting_sources),  # type: ignore[arg-type]
+            mcp_servers=dict(cfg.mcp_servers),  # type: ignore[arg-type]
             settings=self._flag_settings(),
             hooks=hooks,  # type: ignore[arg-type]
             can_use_tool=self._can_use_tool,
@@ -332,7 +336,9 @@ class AgentSession:
 
     # ------------------------------------------------------------------ turns
 
-    async def prompt(self, text: str) -> TurnResult:
+    async def prompt(self, text: str, blocks: list[dict[str, Any]] | None = None) -> TurnResult:
+        """Run one turn. ``blocks``: Claude content blocks (images, ...) sent instead of ``text``, which still is
+        what the user said (the frontend's echo, hooks' ``prompt``)."""
         if self._client is None:
             raise AgentNotStarted("start() the session first")
         if self._turn_running:
@@ -344,7 +350,7 @@ class AgentSession:
         started = time.monotonic()
         try:
             await self._emit({"sessionUpdate": "user_message", "text": text})
-            await client.query(text)
+            await client.query(_one_user_message(blocks) if blocks else text)
             result: TurnResult | None = None
             async for message in client.receive_response():
                 if isinstance(message, ResultMessage):
@@ -373,6 +379,12 @@ class AgentSession:
             raise
         finally:
             self._turn_running = False
+
+    async def set_permission_mode(self, mode: str) -> None:
+        if self._client is None:
+            raise AgentNotStarted("start() the session first")
+        await self._client.set_permission_mode(mode)  # type: ignore[arg-type]
+        self.config.permission_mode = mode
 
     async def cancel(self) -> bool:
         """Interrupt the running turn; its prompt() returns stopReason "cancelled". False if nothing was running."""
@@ -442,6 +454,10 @@ class AgentSession:
         elif isinstance(message, SystemMessage):
             if message.subtype == "init":
                 self.cli_session_id = message.data.get("session_id")
+                commands = available_commands(message.data.get("slash_commands"), self.config.project_dir)
+                if commands is not None and commands != self._commands_sent:
+                    self._commands_sent = commands
+                    await self._emit({"sessionUpdate": "available_commands_update", "availableCommands": commands})
             elif message.subtype == "compact_boundary":
                 metadata = message.data.get("compact_metadata") or {}
                 self._pending_compact_trigger = str(metadata.get("trigger") or "auto")
@@ -517,6 +533,41 @@ class AgentSession:
         if tool_use_id:
             self._denied.add(tool_use_id)
         return PermissionResultDeny(message=answer.message or "The user denied this tool call.", interrupt=answer.interrupt)
+
+
+async def _one_user_message(blocks: list[dict[str, Any]]) -> Any:
+    yield {"type": "user", "message": {"role": "user", "content": blocks}, "parent_tool_use_id": None}
+
+
+def available_commands(names: Any, project_dir: Path) -> list[dict[str, str]] | None:
+    """The CLI's slash commands (its init message lists them) with a description: a project command's own
+    (`description:` in its front matter, else its first line), Claude Code's for the rest."""
+    if not isinstance(names, list):
+        return None
+    out = []
+    for name in names:
+        if not isinstance(name, str) or not name:
+            continue
+        description = _command_description(project_dir / ".claude" / "commands" / f"{name}.md") or "Claude Code command"
+        out.append({"name": name, "description": description})
+    return out
+
+
+def _command_description(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        return None
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        for line in lines[1:]:
+            if line.strip() == "---":
+                break
+            if line.lower().startswith("description:"):
+                return line.split(":", 1)[1].strip().strip("'\"")[:200] or None
+        lines = lines[lines.index("---", 1) + 1:] if "---" in lines[1:] else []
+    first = next((line.strip().lstrip("# ") for line in lines if line.strip()), "")
+    return first[:200] or None
 
 
 def bundled_cli_path() -> str:

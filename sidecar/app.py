@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 from pydantic import BaseModel
 
 from ipc.errors import InvalidRequest, NotInitialized
 from ipc.peer import DEFAULT_REQUEST_TIMEOUT, JsonRpcPeer, RequestContext, Route
-from ipc.registry import CLIENT_REQUESTS, EVENTS, METHODS
+from ipc.registry import ACP_METHODS, CLIENT_REQUESTS, EVENTS, METHODS
+
+if TYPE_CHECKING:
+    from sidecar.acp.dialect import AcpDialect
 
 logger = logging.getLogger("sidecar.app")
 
@@ -27,17 +30,32 @@ H = TypeVar("H", bound=Callable[..., Awaitable[Any]])
 _ALWAYS_ALLOWED = frozenset({"initialize"})
 
 
-class RouteTable(Mapping[str, Route]):
-    """Method name → Route, each built on its first lookup: the models of most methods load on first use (ipc.registry)."""
+Dialect = Literal["orion", "acp"]
+# Orion's methods reach an ACP client under this prefix (ACP: custom methods start with `_`).
+EXT_PREFIX = "_orion/"
+# Names an ACP connection reaches without the prefix besides ACP's own: the handshake, and `exit` (a notification).
+_ACP_SHARED = frozenset({"initialize", "exit"})
+ACP_REDEFINED = frozenset({"session/new", "session/prompt", "session/cancel", "session/list"})
 
-    __slots__ = ("_routes", "_pending")
+
+class RouteTable(Mapping[str, Route]):
+    """Method name → Route, each built on its first lookup: the models of most methods load on first use (ipc.registry).
+
+    Two dialects share the table. Orion's first protocol sees the plain names; once `initialize` chose ACP, ACP's
+    methods (registered with `acp=True`) come first, and Orion's own are reached as `_orion/<name>`.
+    """
+
+    __slots__ = ("_routes", "_pending", "_acp", "_acp_pending", "dialect")
 
     def __init__(self) -> None:
         self._routes: dict[str, Route] = {}
         self._pending: dict[str, Callable[[], Route]] = {}
+        self._acp: dict[str, Route] = {}
+        self._acp_pending: dict[str, Callable[[], Route]] = {}
+        self.dialect: Dialect = "orion"
 
-    def add(self, name: str, build: Callable[[], Route]) -> None:
-        self._pending[name] = build
+    def add(self, name: str, build: Callable[[], Route], *, acp: bool = False) -> None:
+        (self._acp_pending if acp else self._pending)[name] = build
 
     def __getitem__(self, name: str) -> Route:
         route = self._routes.get(name)
@@ -45,11 +63,35 @@ class RouteTable(Mapping[str, Route]):
             route = self._routes[name] = self._pending.pop(name)()
         return route
 
-    def get(self, name: str, default: Any = None) -> Any:  # on every request: no exception round trip
+    def _orion(self, name: str) -> Route | None:
         route = self._routes.get(name)
         if route is not None:
             return route
-        return self[name] if name in self._pending else default
+        return self[name] if name in self._pending else None
+
+    def _acp_route(self, name: str) -> Route | None:
+        route = self._acp.get(name)
+        if route is None and name in self._acp_pending:
+            route = self._acp[name] = self._acp_pending.pop(name)()
+        return route
+
+    def get(self, name: str, default: Any = None) -> Any:  # on every request: no exception round trip
+        if self.dialect == "orion":
+            route = self._orion(name)
+            return default if route is None else route
+        route = self._acp_route(name)
+        if route is not None:
+            return route
+        if name.startswith(EXT_PREFIX):
+            plain = name[len(EXT_PREFIX):]
+            # ACP's own session methods are not reachable a second time in Orion's first shape.
+            route = None if plain in ACP_REDEFINED or plain in _ACP_SHARED else self._orion(plain)
+        elif name in _ACP_SHARED:
+            route = self._orion(name)
+        return default if route is None else route
+
+    def acp_names(self) -> list[str]:
+        return sorted({*self._acp, *self._acp_pending})
 
     def __contains__(self, name: object) -> bool:
         return name in self._routes or name in self._pending
@@ -90,20 +132,35 @@ class SidecarApp:
         self._peer: JsonRpcPeer | None = None
         self._shutdown_callbacks: list[ShutdownCallback] = []
         self._callbacks_ran = False
+        self.acp: AcpDialect | None = None  # set when `initialize` chose ACP
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.routes.dialect
+
+    def use_acp(self, client_capabilities: dict[str, Any]) -> AcpDialect:
+        """From now on this connection speaks ACP (sidecar/acp/dialect.py)."""
+        from sidecar.acp.dialect import AcpDialect
+
+        self.acp = AcpDialect(client_capabilities)
+        self.routes.dialect = "acp"
+        return self.acp
 
     # ------------------------------------------------------------------ registration
 
-    def method(self, name: str, params: type[BaseModel] | None = None, result: type[BaseModel] | None = None) -> Callable[[H], H]:
+    def method(self, name: str, params: type[BaseModel] | None = None, result: type[BaseModel] | None = None,
+               *, acp: bool = False) -> Callable[[H], H]:
         """Register `async def handler(params, call: CallContext) -> ResultModel | dict | None` for `name`.
 
-        Models default to the protocol table's entry for `name`; a name outside the table needs them given.
+        Models default to the protocol table's entry for `name` (`ACP_METHODS` with `acp=True`, which registers
+        the ACP dialect's method of that name); a name outside the table needs them given.
         """
-        spec = METHODS.get(name)
+        spec = (ACP_METHODS if acp else METHODS).get(name)
         if params is None and spec is None:
-            raise ValueError(f"{name!r} is not in ipc.registry.METHODS: pass its params model")
+            raise ValueError(f"{name!r} is not in ipc.registry's method table: pass its params model")
 
         def decorator(handler: H) -> H:
-            if name in self.routes:
+            if (name in self.routes.acp_names()) if acp else (name in self.routes):
                 raise ValueError(f"method {name!r} is already registered")
 
             async def adapter(validated: Any, ctx: RequestContext) -> Any:
@@ -112,7 +169,7 @@ class SidecarApp:
             def route() -> Route:
                 return Route(adapter, params or spec.params, result or (spec.result if spec else None))  # type: ignore[union-attr]
 
-            self.routes.add(name, route)
+            self.routes.add(name, route, acp=acp)
             return handler
 
         return decorator
@@ -142,7 +199,7 @@ class SidecarApp:
         self._peer = peer
 
     def guard(self, method: str, is_notification: bool) -> None:
-        """Refuse requests before `initialize` (-32002) and after `shutdown` (-32600)."""
+        """Refuse requests before `initialize` (-31002) and after `shutdown` (-32600)."""
         if is_notification:
             return
         if self.state == "new" and method not in _ALWAYS_ALLOWED:
@@ -151,12 +208,19 @@ class SidecarApp:
             raise InvalidRequest("Server is shutting down", data={"method": method})
 
     async def notify(self, event: str, params: BaseModel | dict[str, Any]) -> None:
-        """Emit an event from the table; a dict is validated against the event's model first."""
+        """Emit an event from the table; a dict is validated against the event's model first.
+
+        On an ACP connection the dialect decides what, if anything, the client receives for it.
+        """
         model = EVENTS.get(event)
         if model is None:
             raise ValueError(f"unknown event {event!r}; add it to ipc.registry.EVENTS")
         if not isinstance(params, BaseModel):
             params = model.model_validate(params)
+        if self.acp is not None:
+            for method, body in self.acp.notifications(event, params.model_dump(mode="json", by_alias=True)):
+                await self.peer.notify(method, body)
+            return
         await self.peer.notify(event, params)
 
     async def request_frontend(self, method: str, params: BaseModel | dict[str, Any], *, timeout: float | None = DEFAULT_REQUEST_TIMEOUT) -> Any:
@@ -166,6 +230,9 @@ class SidecarApp:
             raise ValueError(f"unknown frontend request {method!r}; add it to ipc.registry.CLIENT_REQUESTS")
         if not isinstance(params, BaseModel):
             params = spec.params.model_validate(params)
+        if self.acp is not None and method == "session/request_permission":
+            acp_params = self.acp.permission_request(params.model_dump(mode="json", by_alias=True))
+            return await self.peer.request(method, acp_params, timeout=timeout, result_model=spec.result)
         return await self.peer.request(method, params, timeout=timeout, result_model=spec.result)
 
     # ------------------------------------------------------------------ lifecycle

@@ -24,8 +24,18 @@ from hooks.sources import read_builtin_options
 from hooks.runner import HookRunner
 from hooks.types import AggregateResult, SessionContext
 from hooks import paths as hook_paths
-from ipc.errors import ConnectionClosed, InvalidParams, ModelUnavailable, ServerError, SessionBusy, SessionNotFound
+from ipc.errors import (
+    AuthRequired,
+    ConnectionClosed,
+    InvalidParams,
+    ModelUnavailable,
+    ResourceNotFound,
+    ServerError,
+    SessionBusy,
+    SessionNotFound,
+)
 from sidecar.hook_events import IpcHookObserver
+from sidecar.session_index import SessionIndex
 
 log = logging.getLogger("sidecar.sessions")
 
@@ -36,6 +46,8 @@ SESSION_END_BUDGET_S = 1.5
 CANCEL_BUDGET_S = 5.0
 # Ended sessions stay listed (state "ended") so a late request gets a clear answer; bounded.
 MAX_ENDED_REMEMBERED = 256
+# Scripted sessions' transcripts kept for `session/load` once their CLI home is gone.
+KEEP_TRANSCRIPTS = 32
 
 
 @dataclass(slots=True)
@@ -125,6 +137,7 @@ class Session:
     # The project had no .claude/ when the session started: the CLI creates one (a sandbox mount point and an empty
     # .cc-writes/), which the session removes again at its end while they are still empty.
     claude_dir_was_absent: bool = False
+    permission_mode: str | None = None
     end_lock: anyio.Lock = field(default_factory=anyio.Lock)
     hooks_ran_at_end: int = 0
 
@@ -152,6 +165,7 @@ class SessionManager:
         self._sessions: dict[str, Session] = {}
         self._ended: dict[str, Session] = {}
         self._starting: set[str] = set()
+        self.index = SessionIndex(settings.data_dir)
 
     async def _notify(self, event: str, params: dict[str, Any]) -> None:
         """Send an event; once the frontend is gone, sessions wind down quietly instead of failing every hook."""
@@ -194,22 +208,56 @@ class SessionManager:
         sandbox: str | None = None,
         setting_sources: list[str] | None = None,
         builtin_hooks: bool | list[str] | None = None,
+        mcp_servers: dict[str, Any] | None = None,
+        resume: bool = False,
     ) -> tuple[Session, HookSet]:
+        """Start a session; with ``resume``, the past session ``session_id`` goes on with its CLI conversation."""
         project = existing_dir(project_dir, "projectDir")
         builtin = builtin_selection(builtin_hooks)
         vault = existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None
         sid = session_id or str(uuid.uuid4())
-        if sid in self._sessions or sid in self._starting or sid in self._ended:
+        if sid in self._sessions or sid in self._starting or (sid in self._ended and not resume):
             raise InvalidParams(f"session id {sid} is already in use", data={"sessionId": sid})
         self._starting.add(sid)
         try:
             session, hookset = await self._create(
                 sid, project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox,
-                setting_sources=setting_sources, builtin=builtin,
+                setting_sources=setting_sources, builtin=builtin, mcp_servers=mcp_servers, resume=resume,
             )
         finally:
             self._starting.discard(sid)
+        self._ended.pop(sid, None)
         self._sessions[sid] = session
+        options = {"model": model, "vaultDir": vault_dir, "permissionMode": permission_mode,
+                   "allowedTools": allowed_tools, "systemPrompt": system_prompt, "sandbox": sandbox,
+                   "settingSources": setting_sources, "builtinHooks": builtin_hooks}
+        await anyio.to_thread.run_sync(self.index.record, sid, str(project), options)
+        return session, hookset
+
+    async def load(self, session_id: str, project_dir: str, overrides: dict[str, Any],
+                   mcp_servers: dict[str, Any] | None = None) -> tuple[Session, HookSet]:
+        """Resume a past session (by the options it was started with, `overrides` on top) and replay its history
+        to the frontend as `session/update`s: the user's prompts, the agent's messages, its tool calls and results."""
+        from sidecar.transcript import history_updates
+
+        hook_paths.validate_session_id(session_id)
+        if session_id in self._sessions or session_id in self._starting:
+            raise InvalidParams(f"session {session_id} is live; it needs no loading", data={"sessionId": session_id})
+        known = await anyio.to_thread.run_sync(self.index.get, session_id)
+        if known is None:
+            raise ResourceNotFound(f"no past session {session_id} in this sidecar's records",
+                                   data={"sessionId": session_id})
+        options = {**known.get("options", {}), **{k: v for k, v in overrides.items() if v is not None}}
+        session, hookset = await self.new(
+            project_dir=project_dir, session_id=session_id, vault_dir=options.get("vaultDir"),
+            model=options.get("model"), permission_mode=options.get("permissionMode"),
+            allowed_tools=options.get("allowedTools"), system_prompt=options.get("systemPrompt"),
+            sandbox=options.get("sandbox"), setting_sources=options.get("settingSources"),
+            builtin_hooks=options.get("builtinHooks"), mcp_servers=mcp_servers, resume=True,
+        )
+        updates = await anyio.to_thread.run_sync(history_updates, Path(transcript_path(session.context)))
+        for update in updates:
+            await self._notify("session/update", {"sessionId": session_id, "update": update})
         return session, hookset
 
     async def _create(
@@ -225,6 +273,8 @@ class SessionManager:
         *,
         setting_sources: list[str] | None = None,
         builtin: bool | frozenset[str] = True,
+        mcp_servers: dict[str, Any] | None = None,
+        resume: bool = False,
     ) -> tuple[Session, HookSet]:
         # The SDK import takes ~1 s; on the event loop it would stall every other session and request.
         await anyio.to_thread.run_sync(importlib.import_module, "claude_agent_sdk")
@@ -233,13 +283,16 @@ class SessionManager:
         from sidecar.hook_bridge import PENDING_SESSION_CONTEXT, RunnerBridge
         from sidecar.permissions import PermissionBroker
         from sidecar.sandbox import cli_settings
-        from sidecar.sdk_env import ModelConfigError, build_model_env
+        from sidecar.sdk_env import ModelConfigError, NoCredential, build_model_env
 
         from hooks.executors.remote import default_llm_executors
 
         data_dir = self.settings.data_dir
         try:
-            env, model_name, _server = build_model_env(model, data_dir, sid)
+            env, model_name, _server = build_model_env(model, data_dir, sid, setting_sources=setting_sources)
+        except NoCredential as exc:
+            # ACP's "authentication required": the message names every credential the user can set.
+            raise AuthRequired(str(exc), data={"model": model, "reason": "noCredential"}) from None
         except ModelConfigError as exc:
             # The message names the problem, never the file's content (sdk_env); data.reason says which problem.
             raise ModelUnavailable(str(exc), data={"model": model, "reason": exc.reason}) from None
@@ -250,6 +303,15 @@ class SessionManager:
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
         cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)
         config_dir = cli_config_dir(cli_env)
+        if resume:
+            folder = re.sub(r"[^A-Za-z0-9]", "-", str(project))
+            transcript = config_dir / "projects" / folder / f"{sid}.jsonl"
+            if model and model.startswith("scripted:"):
+                await anyio.to_thread.run_sync(restore_transcript, transcript, data_dir, sid)
+            if not transcript.is_file():
+                raise ResourceNotFound(f"session {sid} has no conversation in {project} to resume (its CLI "
+                                       "transcript is gone, or it belongs to another project)",
+                                       data={"sessionId": sid, "cwd": str(project)})
         if "project" in settings["sources"]:
             await anyio.to_thread.run_sync(accept_workspace_in_cli, config_dir, project, data_dir)
         notify = self._notify
@@ -271,7 +333,7 @@ class SessionManager:
         try:
             start = await runner.fire(
                 "SessionStart",
-                sidecar_payload("SessionStart", context, source="startup",
+                sidecar_payload("SessionStart", context, source="resume" if resume else "startup",
                                 **({"model": model_name} if model_name else {})),
                 context,
             )
@@ -300,6 +362,8 @@ class SessionManager:
                 permission_mode=permission_mode,
                 allowed_tools=list(allowed_tools or []),
                 system_prompt=system_prompt,
+                mcp_servers=dict(mcp_servers or {}),
+                resume=sid if resume else None,
             )
             agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
             try:
@@ -323,6 +387,7 @@ class SessionManager:
             project_dir=project,
             vault_dir=vault,
             model=model or model_name or "default",
+            permission_mode=permission_mode,
             sandbox=sandbox,
             settings=settings,
             claude_dir_was_absent=claude_dir_was_absent,
@@ -335,7 +400,8 @@ class SessionManager:
 
     # ------------------------------------------------------------------ run
 
-    async def prompt(self, session_id: str, text: str) -> dict[str, Any]:
+    async def prompt(self, session_id: str, text: str, blocks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Run one prompt; ``blocks`` (Claude content blocks, e.g. with images) replace ``text`` as what is sent."""
         session = self.get(session_id)
         if session.state == "ended":
             # Still listed as live while session/end runs its SessionEnd hooks and closes the agent.
@@ -343,12 +409,24 @@ class SessionManager:
         if session.state == "running":
             raise SessionBusy(f"session {session_id} is already running a prompt", data={"sessionId": session_id})
         session.state = "running"
+        with contextlib.suppress(OSError):
+            await anyio.to_thread.run_sync(self.index.touch, session_id, text)
         try:
-            result = await session.agent.prompt(text)
+            result = await session.agent.prompt(text, blocks)
         finally:
             if session.state == "running":
                 session.state = "idle"
         return result.to_dict()
+
+    async def set_mode(self, session_id: str, mode: str) -> None:
+        """Switch the session's permission mode (the user's choice, from the client); a `current_mode_update` follows."""
+        session = self.get(session_id)
+        if session.state == "ended":
+            raise SessionNotFound(f"session {session_id} has ended", data={"sessionId": session_id, "state": "ended"})
+        await session.agent.set_permission_mode(mode)
+        session.permission_mode = mode
+        await self._notify("session/update", {"sessionId": session_id,
+                                              "update": {"sessionUpdate": "current_mode_update", "currentModeId": mode}})
 
     async def cancel(self, session_id: str) -> bool:
         session = self.get(session_id)
@@ -390,9 +468,16 @@ class SessionManager:
                 with contextlib.suppress(OSError):
                     leftover.rmdir()
         if session.model.startswith("scripted:"):
-            # A scripted session's CLI home (config, transcripts) is scratch: keep the data dir from filling up.
+            # A scripted session's CLI home (config, transcripts) is scratch, removed by the supervisor's sweep too:
+            # its transcript is kept (privately, the newest few) so that `session/load` can resume it later.
             home = self.settings.data_dir / "cli-home" / session_id
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(home, ignore_errors=True))
+            transcript = Path(transcript_path(session.context))
+
+            def archive_and_remove() -> None:
+                archive_transcript(transcript, self.settings.data_dir, session_id)
+                shutil.rmtree(home, ignore_errors=True)
+
+            await anyio.to_thread.run_sync(archive_and_remove)
         self._sessions.pop(session_id, None)
         self._ended[session_id] = session
         while len(self._ended) > MAX_ENDED_REMEMBERED:
@@ -494,3 +579,33 @@ def transcript_path(context: SessionContext) -> str:
     return str(context.cli_config_dir / "projects" / folder / f"{context.session_id}.jsonl")
 
 
+
+
+def archive_transcript(transcript: Path, data_dir: Path, session_id: str, keep: int = KEEP_TRANSCRIPTS) -> None:
+    """Keep a scripted session's CLI transcript in `<data>/transcripts/` (0600, the newest ``keep``) for a later load."""
+    from hooks.private_files import write_private_atomic
+
+    try:
+        data = transcript.read_bytes()
+    except OSError:
+        return
+    archive = data_dir / "transcripts"
+    write_private_atomic(archive / f"{session_id}.jsonl", data)
+    kept = sorted(archive.glob("*.jsonl"), key=lambda entry: entry.stat().st_mtime, reverse=True)
+    for stale in kept[keep:]:
+        with contextlib.suppress(OSError):
+            stale.unlink()
+
+
+def restore_transcript(transcript: Path, data_dir: Path, session_id: str) -> None:
+    """Put an archived transcript back where the resumed session's CLI will look for it."""
+    from hooks.private_files import private_dir, write_private_atomic
+
+    if transcript.exists():
+        return
+    try:
+        data = (data_dir / "transcripts" / f"{session_id}.jsonl").read_bytes()
+    except OSError:
+        return
+    private_dir(transcript.parent)
+    write_private_atomic(transcript, data)

@@ -56,6 +56,24 @@ def isolate_command(command: str, names: list[str]) -> str:
     return prefix + command
 
 
+def display_command(command: str) -> str:
+    """The command as the agent wrote it, for a person to read (a permission prompt's title, a memory record).
+
+    Only a prefix that unsets nothing but variables env-isolation itself strips (the fixed names, or names under its
+    prefixes) is taken off: an `unset PATH; ...` the agent wrote stays in view, since it changes what runs.
+    """
+    if not command.startswith(_PREFIX_MARK):
+        return command
+    end = command.find(_SUFFIX_MARK)
+    if end < 0:
+        return command
+    names = command[len(_PREFIX_MARK):end].split(" ")
+    internal = set(INTERNAL_ENV_VARS)
+    if all(_NAME.fullmatch(n) and (n in internal or n.startswith(INTERNAL_ENV_PREFIXES)) for n in names):
+        return command[end + len(_SUFFIX_MARK):]
+    return command
+
+
 class _UnsetPrefix:
     """The `unset ...; ` prefix for the current environment, rebuilt only when the set of variable names changes.
 

@@ -4,33 +4,53 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
+
+from pydantic import ValidationError
 
 from ipc import protocol as p
-from ipc.errors import InvalidRequest
+from ipc.errors import InvalidParams, InvalidRequest, validation_errors
 from sidecar.app import SERVER_NAME, SERVER_VERSION, CallContext, SidecarApp
 
 logger = logging.getLogger("sidecar.methods.core")
 
 
 def register(app: SidecarApp) -> None:
-    @app.method("initialize")
-    async def initialize(params: p.InitializeParams, call: CallContext) -> p.InitializeResult:
+    @app.method("initialize", params=p.HandshakeParams)
+    async def initialize(params: p.HandshakeParams, call: CallContext) -> Any:
+        # Params first, as for every method: a malformed handshake is -32602 whatever the state.
+        try:
+            if isinstance(params.protocol_version, int):
+                handshake: Any = p.AcpInitializeParams.model_validate(params.model_dump(by_alias=True))
+            else:
+                handshake = p.InitializeParams.model_validate(params.model_dump(by_alias=True))
+        except ValidationError as exc:
+            raise InvalidParams(data={"errors": validation_errors(exc)}) from None
         if app.state != "new":
             raise InvalidRequest("Already initialized")
-        app.client_info = params.client_info.model_dump()
+        if isinstance(params.protocol_version, int):
+            from sidecar.methods.acp import acp_initialize
+
+            result = acp_initialize(app, handshake)
+            client = params.client_info or {}
+        else:
+            legacy = handshake
+            if legacy.protocol_version != p.PROTOCOL_VERSION:
+                # The client decides whether it can speak our version; we answer with the one we speak.
+                logger.warning("client asked for protocol %s; this sidecar speaks %s", legacy.protocol_version, p.PROTOCOL_VERSION)
+            result = p.InitializeResult(
+                protocol_version=p.PROTOCOL_VERSION,
+                server_info=p.ServerInfo(name=SERVER_NAME, version=SERVER_VERSION),
+                capabilities=p.ServerCapabilities(methods=app.method_names, events=app.event_names),
+            )
+            client = legacy.client_info.model_dump()
+        app.client_info = client
         app.state = "initialized"
-        if params.protocol_version != p.PROTOCOL_VERSION:
-            # The client decides whether it can speak our version; we answer with the one we speak.
-            logger.warning("client asked for protocol %s; this sidecar speaks %s", params.protocol_version, p.PROTOCOL_VERSION)
         # Logged once the answer is on its way: the first log line loads the redaction patterns (hooks.redaction),
         # which the frontend should not wait for.
         asyncio.get_running_loop().call_soon(
-            logger.info, "initialized by %s %s", params.client_info.name, params.client_info.version)
-        return p.InitializeResult(
-            protocol_version=p.PROTOCOL_VERSION,
-            server_info=p.ServerInfo(name=SERVER_NAME, version=SERVER_VERSION),
-            capabilities=p.ServerCapabilities(methods=app.method_names, events=app.event_names),
-        )
+            logger.info, "initialized by %s %s (%s)", client.get("name"), client.get("version"), app.dialect)
+        return result
 
     @app.method("ping")
     async def ping(params: p.Empty, call: CallContext) -> p.Empty:

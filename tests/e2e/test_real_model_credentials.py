@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ipc.errors import MODEL_UNAVAILABLE, RemoteError
+from ipc.errors import AUTH_REQUIRED, RemoteError
 from tests.e2e.conftest import REPO_ROOT
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
@@ -125,8 +125,8 @@ async def test_nothing_set_is_refused_by_name_and_the_sidecar_stays_up(sidecar) 
         with pytest.raises(RemoteError) as refused:
             await run.request("session/new", {"projectDir": str(run.project)}, timeout=60.0)
         error = refused.value
-        assert error.code == MODEL_UNAVAILABLE
-        assert error.data == {"model": None, "reason": "modelUnavailable"}
+        assert error.code == AUTH_REQUIRED  # ACP's "authentication required"
+        assert error.data == {"model": None, "reason": "noCredential"}
         for what in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "apiKeyHelper",
                      "settings.json", "CLAUDE_CODE_OAUTH_TOKEN", "claude /login", "CLAUDE_CODE_USE_BEDROCK",
                      "CLAUDE_CODE_USE_VERTEX", "scripted:"):
@@ -157,7 +157,7 @@ async def test_an_untrusted_projects_api_key_helper_is_no_credential(sidecar, ga
         (run.project / ".claude" / "settings.json").write_text(json.dumps({"apiKeyHelper": str(helper)}))
         with pytest.raises(RemoteError) as refused:
             await run.request("session/new", {"projectDir": str(run.project)}, timeout=60.0)
-        assert refused.value.code == MODEL_UNAVAILABLE
+        assert refused.value.code == AUTH_REQUIRED
         await run.client.ping()
     assert not ran.exists()
     assert requests_sent(log) == []

@@ -101,8 +101,8 @@ async def test_typed_errors_raised_by_handlers_keep_their_code_and_crashes_do_no
             await pair.client.request("missing")
         with pytest.raises(RemoteError) as b:
             await pair.client.request("crash")
-    assert (a.value.code, a.value.data) == (-32001, {"sessionId": "x"})
-    assert b.value.code == -32000 and "secret" not in str(b.value.data)
+    assert (a.value.code, a.value.data) == (-31001, {"sessionId": "x"})
+    assert b.value.code == -32603 and "secret" not in str(b.value.data)
 
 
 @pytest.mark.asyncio
@@ -216,7 +216,7 @@ async def test_guard_refuses_before_dispatch():
         with pytest.raises(RemoteError) as info:
             await pair.client.request("ping")
         assert await pair.client.request("initialize") == {"echo": {}}
-    assert info.value.code == -32002
+    assert info.value.code == -31002
 
 
 @pytest.mark.asyncio

@@ -274,7 +274,7 @@ async def test_requests_for_an_ended_session_get_a_clear_session_ended_error(tmp
             ]:
                 with pytest.raises(RemoteError) as caught:
                     await client.request(method, params)
-                assert caught.value.code == -32001, (method, caught.value)
+                assert caught.value.code == -31001, (method, caught.value)
                 assert caught.value.data == {"sessionId": sid, "state": "ended"}, (method, caught.value.data)
                 assert "ended" in caught.value.message
             listed = {s["sessionId"]: s["state"] for s in (await client.request("session/list"))["sessions"]}

@@ -179,7 +179,7 @@ async def test_without_bubblewrap_the_session_runs_and_says_it_is_not_sandboxed(
         # An app that requires the sandbox gets no session at all.
         with pytest.raises(RemoteError) as refused:
             await new_session(run, sandbox="required")
-        assert refused.value.code == -32000 and refused.value.data["reason"] == "sandboxUnavailable"
+        assert refused.value.code == -32603 and refused.value.data["reason"] == "sandboxUnavailable"
         assert "bubblewrap" in str(refused.value)
 
 

@@ -52,7 +52,7 @@ def secret_file(tmp_path: Path, name: str, text: str = SECRET_FILE_TEXT) -> Path
 async def test_a_system_file_is_refused_by_kind_and_never_read(tmp_path: Path) -> None:
     target = "/etc/shadow" if os.path.exists("/etc/shadow") else "/etc/passwd"
     [(error, logged)] = await refused(tmp_path, f"scripted:{target}")
-    assert error.code == -32006
+    assert error.code == -31006
     assert error.data["reason"] == "notAScenario"
     assert "is not a scenario file" in str(error) and ".yaml, .yml or .json" in str(error)
     first_line = Path(target).read_text(errors="replace").splitlines()[0] if os.access(target, os.R_OK) else "root:"

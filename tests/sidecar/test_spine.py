@@ -104,13 +104,19 @@ async def test_requests_before_initialize_are_refused_and_bad_initialize_params_
         async with SidecarClient.launch(initialize=False, cwd=ROOT, env=child_env()) as client:
             with pytest.raises(RemoteError) as early:
                 await client.ping()
-            with pytest.raises(RemoteError) as bad:
+            with pytest.raises(RemoteError) as no_version:
+                await client.request("initialize", {"clientInfo": {"name": "x"}})
+            with pytest.raises(RemoteError) as bad_orion:
+                await client.request("initialize", {"protocolVersion": "2026-11-01", "clientInfo": {"name": "x"}})
+            with pytest.raises(RemoteError) as bad_acp:  # an integer version is ACP's handshake: its clientInfo too
                 await client.request("initialize", {"protocolVersion": 1, "clientInfo": {"name": "x"}})
-            await client.initialize()
+            await client.initialize()  # none of the refused handshakes initialized the connection
             await client.ping()
-    assert early.value.code == -32002
-    assert bad.value.code == -32602
-    assert {tuple(e["loc"]) for e in bad.value.data["errors"]} == {("protocolVersion",), ("clientInfo", "version")}
+    assert early.value.code == -31002
+    assert no_version.value.code == bad_orion.value.code == bad_acp.value.code == -32602
+    assert {tuple(e["loc"]) for e in no_version.value.data["errors"]} == {("protocolVersion",)}
+    assert {tuple(e["loc"]) for e in bad_orion.value.data["errors"]} == {("clientInfo", "version")}
+    assert {tuple(e["loc"]) for e in bad_acp.value.data["errors"]} == {("clientInfo", "version")}
 
 
 @pytest.mark.asyncio

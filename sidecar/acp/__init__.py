@@ -1,0 +1,1 @@
+"""The Agent Client Protocol dialect: how the one session core appears to an ACP client (docs/PROTOCOL.md)."""

@@ -1,0 +1,184 @@
+"""The ACP face of the one session core: what the core emits (Orion's events and updates, its permission request)
+becomes ACP's `session/update`s, `session/request_permission` and, for a client that opted in, `_orion/` extension
+notifications with a per-session sequence number and a timestamp.
+
+The core keeps one vocabulary; this module is the only place that knows both. Orion's first dialect (a date
+`protocolVersion` at `initialize`) gets the core's events unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from datetime import datetime, timezone
+from typing import Any
+
+from sidecar.acp.tools import plan_entries, tool_call_fields
+
+# Orion's events that become `_orion/<name>` extension notifications (only for a client that asked for them).
+ORION_EVENTS = ("hook_started", "hook_progress", "hook_response", "projectContextChange", "contextSummaryUpdated",
+                "notification", "sandboxStatus", "log")
+EXT_PREFIX = "_orion/"
+MAX_TRACKED_EXECUTIONS = 4096
+
+# Orion's stop reasons on ACP's: what ACP has a word for keeps it, the rest ends the turn and says why in _meta.
+STOP_REASONS = {"end_turn": "end_turn", "max_tokens": "max_tokens", "max_turns": "max_turn_requests",
+                "refusal": "refusal", "cancelled": "cancelled"}
+
+
+def acp_stop_reason(orion: str) -> str:
+    return STOP_REASONS.get(orion, "end_turn")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def events_wanted(client_capabilities: dict[str, Any]) -> frozenset[str]:
+    """The `_orion/` events a client asked for in `clientCapabilities._meta.orion.events`: true (all) or a list of names."""
+    meta = client_capabilities.get("_meta") if isinstance(client_capabilities, dict) else None
+    orion = meta.get("orion") if isinstance(meta, dict) else None
+    wanted = orion.get("events") if isinstance(orion, dict) else None
+    if wanted is True:
+        return frozenset(ORION_EVENTS)
+    if isinstance(wanted, list):
+        return frozenset(name.removeprefix(EXT_PREFIX) for name in wanted if isinstance(name, str)) & frozenset(ORION_EVENTS)
+    return frozenset()
+
+
+class AcpDialect:
+    """Per connection: which extension events the client wants, and each session's event sequence."""
+
+    def __init__(self, client_capabilities: dict[str, Any]) -> None:
+        self.client_capabilities = client_capabilities
+        self.wanted = events_wanted(client_capabilities)
+        self._seq: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
+        # executionId -> toolCallId, from hook_started until hook_response: progress and response carry it too.
+        self._tool_of_execution: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ notifications
+
+    def notifications(self, event: str, params: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """(method, params) to send for one core event; empty when an ACP client has no use for it."""
+        if event == "session/update":
+            sid = params["sessionId"]
+            return [("session/update", {"sessionId": sid, "update": update})
+                    for update in self.updates(params["update"])]
+        tool_call_id = self._track_execution(event, params)
+        if event in self.wanted:
+            return [(EXT_PREFIX + event, self._extension(params, tool_call_id))]
+        return []
+
+    def _track_execution(self, event: str, params: dict[str, Any]) -> str | None:
+        execution = params.get("executionId")
+        if execution is None:
+            return params.get("toolUseId")
+        if event == "hook_started":
+            if params.get("toolUseId"):
+                if len(self._tool_of_execution) >= MAX_TRACKED_EXECUTIONS:  # hooks cancelled before answering
+                    self._tool_of_execution.pop(next(iter(self._tool_of_execution)))
+                self._tool_of_execution[execution] = params["toolUseId"]
+            return params.get("toolUseId")
+        if event == "hook_response":
+            return self._tool_of_execution.pop(execution, None)
+        return self._tool_of_execution.get(execution)
+
+    def _extension(self, params: dict[str, Any], tool_call_id: str | None) -> dict[str, Any]:
+        out = {key: value for key, value in params.items() if key != "toolUseId" and value is not None}
+        out["seq"] = next(self._seq[str(params.get("sessionId") or "")])
+        out["timestamp"] = _now()
+        if tool_call_id is not None:
+            out["toolCallId"] = tool_call_id
+        return out
+
+    @staticmethod
+    def updates(update: dict[str, Any]) -> list[dict[str, Any]]:
+        """One core update as ACP updates (an agent's todo list is a tool call and a plan)."""
+        kind = update.get("sessionUpdate")
+        meta = {"orion": {"parentToolCallId": update["parentToolUseId"]}} if update.get("parentToolUseId") else None
+
+        def with_meta(body: dict[str, Any]) -> dict[str, Any]:
+            if meta:
+                body["_meta"] = meta
+            return body
+
+        if kind == "user_message":
+            # A live prompt is the client's own; it hears the user's words only when a session's history is replayed.
+            if not update.get("replay"):
+                return []
+            return [{"sessionUpdate": "user_message_chunk", "content": _text(update.get("text", ""))}]
+        if kind in ("agent_message_chunk", "agent_thought_chunk"):
+            return [with_meta({"sessionUpdate": kind, "content": _text(update.get("text", ""))})]
+        if kind == "tool_call":
+            tool_input = update.get("input") if isinstance(update.get("input"), dict) else {}
+            body = {"sessionUpdate": "tool_call", "status": update.get("status") or "pending",
+                    **tool_call_fields(update["toolUseId"], update.get("name", ""), tool_input)}
+            out = [with_meta(body)]
+            if update.get("name") == "TodoWrite":
+                entries = plan_entries(tool_input)
+                if entries is not None:
+                    out.append({"sessionUpdate": "plan", "entries": entries})
+            return out
+        if kind == "tool_call_update":
+            status = update.get("status")
+            output = update.get("output")
+            body: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": update["toolUseId"],
+                                    "status": "completed" if status == "completed" else "failed"}
+            if output not in (None, ""):
+                body["rawOutput"] = output
+                body["content"] = [{"type": "content", "content": _text(str(output))}]
+            if status == "denied":
+                body["_meta"] = {"orion": {"status": "denied", **(meta or {}).get("orion", {})}}
+                return [body]
+            return [with_meta(body)]
+        if kind == "current_mode_update":
+            return [{"sessionUpdate": "current_mode_update", "currentModeId": update["currentModeId"]}]
+        if kind == "available_commands_update":
+            return [{"sessionUpdate": "available_commands_update", "availableCommands": update["availableCommands"]}]
+        if kind == "notice":
+            # What Claude Code shows the user beside the conversation (a hook's systemMessage, a blocked prompt, a
+            # hook that timed out): on a tool call it joins that call's content, otherwise it is a message of its own.
+            text = update.get("text", "")
+            notice_meta = {"orion": {"notice": {k: update[k] for k in ("level", "source", "hookName", "event") if k in update}}}
+            if update.get("toolUseId"):
+                return [{"sessionUpdate": "tool_call_update", "toolCallId": update["toolUseId"],
+                         "content": [{"type": "content", "content": _text(text)}], "_meta": notice_meta}]
+            return [{"sessionUpdate": "agent_message_chunk", "content": _text(text + "\n"), "_meta": notice_meta}]
+        # `result` (the prompt's answer carries it) and any kind ACP has no word for.
+        return []
+
+    # ------------------------------------------------------------------ requests
+
+    @staticmethod
+    def permission_request(params: dict[str, Any]) -> dict[str, Any]:
+        """Orion's permission request as ACP's: the tool call it is about, the options, and why it asks."""
+        tool_input = params.get("toolInput") if isinstance(params.get("toolInput"), dict) else {}
+        tool_call = {**tool_call_fields(params["toolUseId"], params.get("toolName", ""), tool_input), "status": "pending"}
+        reason = params.get("reason")
+        if reason:
+            tool_call.setdefault("content", [])
+            tool_call["content"] = [{"type": "content", "content": _text(str(reason))}, *tool_call["content"]]
+        out: dict[str, Any] = {"sessionId": params["sessionId"], "toolCall": tool_call, "options": params["options"]}
+        if reason:
+            out["_meta"] = {"orion": {"reason": reason, "toolName": params.get("toolName")}}
+        return out
+
+
+def acp_usage(usage: dict[str, Any]) -> dict[str, Any] | None:
+    """The CLI's token usage as ACP's `Usage`, when it reported any."""
+    if not usage:
+        return None
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    write = int(usage.get("cache_creation_input_tokens") or 0)
+    inp = int(usage.get("input_tokens") or 0)
+    out = int(usage.get("output_tokens") or 0)
+    body: dict[str, Any] = {"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out + read + write}
+    if read:
+        body["cachedReadTokens"] = read
+    if write:
+        body["cachedWriteTokens"] = write
+    return body

@@ -1,0 +1,122 @@
+"""What an ACP client shows for a Claude Code tool call: a title, a kind, the files it touches and, for edits, the diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TITLE_MAX = 200
+
+# Claude Code tool → ACP tool kind (the client picks an icon and may treat reads and edits specially).
+KINDS = {
+    "Bash": "execute", "BashOutput": "execute", "KillShell": "execute", "KillBash": "execute",
+    "Read": "read", "NotebookRead": "read",
+    "Write": "edit", "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit",
+    "Glob": "search", "Grep": "search", "LS": "search",
+    "WebFetch": "fetch", "WebSearch": "fetch",
+    "TodoWrite": "think", "Task": "think", "Agent": "think",
+    "ExitPlanMode": "switch_mode", "EnterPlanMode": "switch_mode",
+}
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
+
+
+def tool_kind(name: str) -> str:
+    if name.startswith("mcp__"):
+        return "other"
+    return KINDS.get(name, "other")
+
+
+def tool_title(name: str, tool_input: dict[str, Any]) -> str:
+    """A one-line title: the command, the file or the pattern, as a person would name the call."""
+    get = tool_input.get
+    path = get("file_path") or get("notebook_path") or get("path")
+    if name == "Bash":
+        from hooks.builtin.env_isolation import display_command
+
+        # The title shows what the agent asked for; rawInput keeps the exact command that will run.
+        return _short(display_command(str(get("command") or "")) or "Bash")
+    if name in ("Read", "NotebookRead") and path:
+        return _short(f"Read {path}")
+    if name in ("Write", "Edit", "MultiEdit", "NotebookEdit") and path:
+        return _short(f"{name} {path}")
+    if name == "Glob" and get("pattern"):
+        return _short(f"Find {get('pattern')}" + (f" in {path}" if path else ""))
+    if name == "Grep" and get("pattern"):
+        return _short(f"Search {get('pattern')!r}" + (f" in {path}" if path else ""))
+    if name == "LS" and path:
+        return _short(f"List {path}")
+    if name == "WebFetch" and get("url"):
+        return _short(f"Fetch {get('url')}")
+    if name == "WebSearch" and get("query"):
+        return _short(f"Search the web: {get('query')}")
+    if name == "TodoWrite":
+        return "Update the plan"
+    if name in ("Task", "Agent") and get("description"):
+        return _short(str(get("description")))
+    if name.startswith("mcp__"):
+        parts = name.split("__", 2)
+        return _short(f"{parts[2]} ({parts[1]})") if len(parts) == 3 else name
+    return name
+
+
+def tool_locations(name: str, tool_input: dict[str, Any]) -> list[dict[str, Any]]:
+    path = tool_input.get("file_path") or tool_input.get("notebook_path")
+    if not isinstance(path, str) or not path:
+        return []
+    location: dict[str, Any] = {"path": path}
+    offset = tool_input.get("offset")
+    if name == "Read" and isinstance(offset, int) and offset > 0:
+        location["line"] = offset
+    return [location]
+
+
+def tool_content(name: str, tool_input: dict[str, Any]) -> list[dict[str, Any]]:
+    """Edits as ACP diffs (the client can show and review them); nothing for other tools."""
+    path = tool_input.get("file_path")
+    if not isinstance(path, str):
+        return []
+    if name == "Write" and isinstance(tool_input.get("content"), str):
+        return [{"type": "diff", "path": path, "newText": tool_input["content"]}]
+    if name == "Edit" and isinstance(tool_input.get("new_string"), str):
+        return [{"type": "diff", "path": path, "oldText": str(tool_input.get("old_string") or ""),
+                 "newText": tool_input["new_string"]}]
+    if name == "MultiEdit" and isinstance(tool_input.get("edits"), list):
+        return [{"type": "diff", "path": path, "oldText": str(edit.get("old_string") or ""),
+                 "newText": str(edit.get("new_string") or "")}
+                for edit in tool_input["edits"] if isinstance(edit, dict)]
+    return []
+
+
+def plan_entries(tool_input: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The agent's todo list (TodoWrite) as ACP plan entries; None when the input holds no list."""
+    todos = tool_input.get("todos")
+    if not isinstance(todos, list):
+        return None
+    entries = []
+    for todo in todos:
+        if not isinstance(todo, dict) or not isinstance(todo.get("content"), str):
+            continue
+        status = todo.get("status") if todo.get("status") in ("pending", "in_progress", "completed") else "pending"
+        priority = todo.get("priority") if todo.get("priority") in ("high", "medium", "low") else "medium"
+        entries.append({"content": todo["content"], "priority": priority, "status": status})
+    return entries
+
+
+def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    """The ToolCall fields ACP shows for a call: id, title, kind, locations, diff content and the raw input."""
+    fields: dict[str, Any] = {
+        "toolCallId": tool_use_id,
+        "title": tool_title(name, tool_input),
+        "kind": tool_kind(name),
+        "rawInput": tool_input,
+    }
+    locations = tool_locations(name, tool_input)
+    if locations:
+        fields["locations"] = locations
+    content = tool_content(name, tool_input)
+    if content:
+        fields["content"] = content
+    return fields

@@ -1,0 +1,222 @@
+"""The Agent Client Protocol's methods (docs/PROTOCOL.md "ACP"): the handshake's answer, authenticate, and the
+session methods, each a thin mapping onto the one session core (sidecar/sessions.py) that Orion's methods use too."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ipc import protocol as p
+from ipc.errors import AuthRequired, InvalidParams, validation_errors
+from sidecar.app import ACP_REDEFINED, EXT_PREFIX, SERVER_NAME, SERVER_VERSION, CallContext, SidecarApp
+from sidecar.methods._services import session_manager
+
+SUPPORTED_VERSION = 1
+SCRIPTED_AUTH = "scripted"
+CLAUDE_AUTH = "claude"
+
+# Claude Code's permission modes as ACP session modes. bypassPermissions is not offered to root: the CLI refuses it.
+MODES = (
+    ("default", "Default", "Ask before each tool call the permission rules do not allow"),
+    ("acceptEdits", "Accept edits", "File edits run without asking; other tools as in Default"),
+    ("plan", "Plan", "The agent explores and plans; it changes nothing"),
+    ("bypassPermissions", "Bypass permissions", "Every tool call runs without asking (hooks still deny or ask)"),
+)
+
+
+def available_modes() -> list[dict[str, str]]:
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return [{"id": mode, "name": name, "description": text} for mode, name, text in MODES
+            if not (root and mode == "bypassPermissions")]
+
+
+def mode_state(current: str | None) -> p.SessionModeState:
+    return p.SessionModeState.model_validate({"currentModeId": current or "default", "availableModes": available_modes()})
+
+
+def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpInitializeResult:
+    """Answer ACP's handshake and switch the connection to ACP. A version we do not speak is answered with ours
+    (ACP: the client then decides whether to go on)."""
+    app.use_acp(params.client_capabilities)
+    orion_methods = sorted(EXT_PREFIX + name for name in app.method_names
+                           if name not in ("initialize", "exit", "$/cancelRequest", *ACP_REDEFINED))
+    return p.AcpInitializeResult.model_validate({
+        "protocolVersion": SUPPORTED_VERSION,
+        "agentInfo": {"name": SERVER_NAME, "title": "Orion Sidecar", "version": SERVER_VERSION},
+        "agentCapabilities": {
+            "loadSession": True,
+            "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+            "mcpCapabilities": {"http": True, "sse": True},
+            "sessionCapabilities": {"list": {}},
+        },
+        "authMethods": [
+            {"id": CLAUDE_AUTH, "name": "Claude credentials",
+             "description": "ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the sidecar's environment, an apiKeyHelper "
+                            "in ~/.claude/settings.json, or the Claude Code login (`claude /login`)"},
+            {"id": SCRIPTED_AUTH, "name": "Scripted model (offline)",
+             "description": "No credential: sessions use `_meta.orion.model: \"scripted:<scenario>\"`"},
+        ],
+        "_meta": {"orion": {"methods": orion_methods,
+                            "events": sorted(EXT_PREFIX + name for name in _orion_event_names()),
+                            "protocol": p.PROTOCOL_VERSION}},
+    })
+
+
+def _orion_event_names() -> list[str]:
+    from sidecar.acp.dialect import ORION_EVENTS
+
+    return list(ORION_EVENTS)
+
+
+def credential_problem() -> str | None:
+    """None when a real-model session can authenticate; otherwise what the user can set."""
+    try:
+        from sidecar.credentials import find_credential, missing_credential_message
+    except ImportError:  # pragma: no cover - the module ships with the sidecar
+        return None if os.environ.get("ANTHROPIC_API_KEY") else "set ANTHROPIC_API_KEY"
+    if find_credential(os.environ) is not None:
+        return None
+    return missing_credential_message(os.environ)
+
+
+def orion_options(meta: dict[str, Any] | None) -> p.OrionSessionOptions:
+    """`_meta.orion` of session/new or session/load as Orion's options; an invalid one is refused with its path."""
+    raw = (meta or {}).get("orion") or {}
+    if not isinstance(raw, dict):
+        raise InvalidParams(data={"errors": [{"loc": ["_meta", "orion"], "msg": "must be an object", "type": "dict_type"}]})
+    try:
+        return p.OrionSessionOptions.model_validate(raw)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ["_meta", "orion", *e["loc"]]} for e in validation_errors(exc)]
+        raise InvalidParams(data={"errors": errors}) from None
+
+
+def sdk_mcp_servers(servers: list[Any]) -> dict[str, Any]:
+    """ACP's McpServer list as the SDK's `mcp_servers` mapping (name → config); two servers with one name are refused."""
+    out: dict[str, Any] = {}
+    for index, server in enumerate(servers):
+        if server.name in out:
+            raise InvalidParams(f"mcpServers[{index}]: a second server named {server.name!r}",
+                                data={"errors": [{"loc": ["mcpServers", index, "name"], "msg": "duplicate name",
+                                                  "type": "duplicate"}]})
+        if server.type == "stdio":
+            out[server.name] = {"type": "stdio", "command": server.command, "args": list(server.args),
+                                "env": {var.name: var.value for var in server.env}}
+        else:
+            out[server.name] = {"type": server.type, "url": server.url,
+                                "headers": {header.name: header.value for header in server.headers}}
+    return out
+
+
+def _session_meta(session: Any, hookset: Any) -> dict[str, Any]:
+    states = [spec.state for spec in hookset.entries]
+    return {"orion": {
+        "model": session.model,
+        "hooks": {"active": states.count("active"), "untrusted": states.count("untrusted"),
+                  "dropped": states.count("dropped")},
+        "sandbox": session.sandbox.to_wire(),
+        "settings": session.settings,
+    }}
+
+
+def _absolute_dir(cwd: str) -> str:
+    if not Path(cwd).is_absolute():
+        raise InvalidParams("cwd must be an absolute path (ACP)",
+                            data={"errors": [{"loc": ["cwd"], "msg": "not absolute", "type": "value_error"}]})
+    return cwd
+
+
+def register(app: SidecarApp) -> None:
+    @app.method("authenticate", acp=True)
+    async def authenticate(params: p.AuthenticateParams, call: CallContext) -> p.AcpEmpty:
+        if params.method_id == SCRIPTED_AUTH:
+            return p.AcpEmpty()
+        if params.method_id != CLAUDE_AUTH:
+            raise InvalidParams(f"unknown auth method {params.method_id!r} (have {CLAUDE_AUTH!r}, {SCRIPTED_AUTH!r})",
+                                data={"methodId": params.method_id})
+        problem = credential_problem()
+        if problem is not None:
+            raise AuthRequired(problem, data={"methodId": params.method_id})
+        return p.AcpEmpty()
+
+    @app.method("session/new", acp=True)
+    async def session_new(params: p.AcpNewSessionParams, call: CallContext) -> p.AcpNewSessionResult:
+        options = orion_options(params.meta)
+        session, hookset = await session_manager(app).new(
+            project_dir=_absolute_dir(params.cwd),
+            vault_dir=options.vault_dir,
+            model=options.model,
+            permission_mode=options.permission_mode,
+            allowed_tools=options.allowed_tools,
+            system_prompt=options.system_prompt,
+            sandbox=options.sandbox,
+            setting_sources=options.setting_sources,
+            builtin_hooks=options.builtin_hooks,
+            mcp_servers=sdk_mcp_servers(params.mcp_servers),
+        )
+        return p.AcpNewSessionResult.model_validate({
+            "sessionId": session.session_id, "modes": mode_state(session.permission_mode).wire(),
+            "_meta": _session_meta(session, hookset),
+        })
+
+    @app.method("session/load", acp=True)
+    async def session_load(params: p.AcpLoadSessionParams, call: CallContext) -> p.AcpLoadSessionResult:
+        options = orion_options(params.meta)
+        session, hookset = await session_manager(app).load(
+            params.session_id, _absolute_dir(params.cwd), options.model_dump(by_alias=True),
+            mcp_servers=sdk_mcp_servers(params.mcp_servers),
+        )
+        return p.AcpLoadSessionResult.model_validate({
+            "modes": mode_state(session.permission_mode).wire(), "_meta": _session_meta(session, hookset),
+        })
+
+    @app.method("session/list", acp=True)
+    async def session_list(params: p.AcpListSessionsParams, call: CallContext) -> p.AcpListSessionsResult:
+        manager = session_manager(app)
+        entries = manager.index.list(params.cwd)
+        live = {s.session_id: s for s in manager.live_sessions()}
+        sessions = []
+        for entry in entries:
+            sid = entry["sessionId"]
+            info: dict[str, Any] = {"sessionId": sid, "cwd": entry.get("cwd", ""), "updatedAt": entry.get("updatedAt"),
+                                    "_meta": {"orion": {"live": sid in live, "model": (entry.get("options") or {}).get("model")}}}
+            if entry.get("title"):
+                info["title"] = entry["title"]
+            sessions.append(info)
+        return p.AcpListSessionsResult.model_validate({"sessions": sessions})
+
+    @app.method("session/set_mode", acp=True)
+    async def session_set_mode(params: p.SetModeParams, call: CallContext) -> p.AcpEmpty:
+        modes = {mode["id"] for mode in available_modes()}
+        if params.mode_id not in modes:
+            raise InvalidParams(f"unknown mode {params.mode_id!r} (available: {', '.join(sorted(modes))})",
+                                data={"modeId": params.mode_id})
+        await session_manager(app).set_mode(params.session_id, params.mode_id)
+        return p.AcpEmpty()
+
+    @app.method("session/prompt", acp=True)
+    async def session_prompt(params: p.AcpPromptParams, call: CallContext) -> p.AcpPromptResult:
+        from sidecar.acp.content import prompt_content
+        from sidecar.acp.dialect import acp_stop_reason, acp_usage
+
+        content = prompt_content([block.wire() for block in params.prompt])
+        result = await session_manager(app).prompt(params.session_id, content.text, content.blocks)
+        orion = {k: v for k, v in {
+            "stopReason": result["stopReason"], "terminalReason": result.get("terminalReason"),
+            "resultText": result.get("resultText"), "costUsd": result.get("costUsd"),
+            "durationMs": result.get("durationMs"), "numTurns": result.get("numTurns"),
+            "isError": result.get("isError") or None,
+        }.items() if v is not None}
+        body: dict[str, Any] = {"stopReason": acp_stop_reason(result["stopReason"]), "_meta": {"orion": orion}}
+        usage = acp_usage(result.get("usage") or {})
+        if usage is not None:
+            body["usage"] = usage
+        return p.AcpPromptResult.model_validate(body)
+
+    @app.method("session/cancel", acp=True)
+    async def session_cancel(params: p.AcpCancelParams, call: CallContext) -> None:
+        await session_manager(app).cancel(params.session_id)
+        return None

@@ -1,0 +1,113 @@
+"""The sessions this sidecar has run, kept across restarts so a client can list them and load one again.
+
+One private JSON file in the data directory (0600 in a 0700 directory, replaced atomically): id, project, the
+options the session was started with, a title and times. The title is the first prompt's first line, redacted: the
+index never holds a secret a prompt carried. Nothing here is trusted for safety: loading a session re-reads the
+project's hooks and trust as a new session would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MAX_SESSIONS = 500
+TITLE_MAX = 120
+# The options a loaded session starts with again (a client may override them in `_meta.orion`).
+KEPT_OPTIONS = ("model", "vaultDir", "permissionMode", "allowedTools", "systemPrompt", "sandbox", "settingSources",
+                "builtinHooks")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def title_of(prompt: str) -> str:
+    from hooks.redaction import redact
+
+    first = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
+    first = redact(first)
+    return first if len(first) <= TITLE_MAX else first[: TITLE_MAX - 1] + "…"
+
+
+class SessionIndex:
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / "session-index.json"  # beside sessions/<id>/ (tracking), not inside it
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer at a time, in this process and across sidecars sharing the data directory."""
+        from hooks.private_files import open_private, private_dir
+
+        with self._lock:
+            private_dir(self.path.parent)
+            fd = open_private(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            log.warning("session index %s unreadable (%s); starting a new one", self.path, exc)
+            return {}
+        sessions = data.get("sessions") if isinstance(data, dict) else None
+        return {str(k): v for k, v in sessions.items() if isinstance(v, dict)} if isinstance(sessions, dict) else {}
+
+    def _write(self, sessions: dict[str, dict[str, Any]]) -> None:
+        from hooks.private_files import write_private_json
+
+        if len(sessions) > MAX_SESSIONS:
+            newest = sorted(sessions.items(), key=lambda kv: kv[1].get("updatedAt", ""), reverse=True)[:MAX_SESSIONS]
+            sessions = dict(newest)
+        write_private_json(self.path, {"version": 1, "sessions": sessions})
+
+    def record(self, session_id: str, cwd: str, options: dict[str, Any]) -> None:
+        """A session started (or was loaded): remember where and how."""
+        with self._locked():
+            sessions = self._read()
+            entry = sessions.get(session_id, {})
+            entry.update({"sessionId": session_id, "cwd": cwd, "updatedAt": _now(),
+                          "options": {k: options[k] for k in KEPT_OPTIONS if options.get(k) is not None}})
+            entry.setdefault("createdAt", entry["updatedAt"])
+            sessions[session_id] = entry
+            self._write(sessions)
+
+    def touch(self, session_id: str, prompt: str | None = None) -> None:
+        """A prompt ran: the session moves up the list; its first prompt names it."""
+        with self._locked():
+            sessions = self._read()
+            entry = sessions.get(session_id)
+            if entry is None:
+                return
+            entry["updatedAt"] = _now()
+            if prompt and not entry.get("title"):
+                entry["title"] = title_of(prompt)
+            self._write(sessions)
+
+    def get(self, session_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._read().get(session_id)
+
+    def list(self, cwd: str | None = None) -> list[dict[str, Any]]:
+        with self._lock:
+            entries = list(self._read().values())
+        if cwd is not None:
+            entries = [e for e in entries if e.get("cwd") == cwd]
+        return sorted(entries, key=lambda e: e.get("updatedAt", ""), reverse=True)

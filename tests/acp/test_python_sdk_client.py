@@ -1,0 +1,298 @@
+"""Full sessions through the official ACP Python SDK as the client: what an editor speaking ACP sees of the sidecar.
+
+Everything runs for real: `python -m sidecar`, the bundled Claude Code CLI, the project's hooks, the scripted model.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp import RequestError, image_block, resource_link_block, text_block
+from acp.schema import McpServerStdio
+
+from tests.acp.conftest import RecordingClient, acp_sidecar, model, project
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.cli, pytest.mark.slow]
+
+# A 1×1 PNG: the smallest image the Messages API accepts.
+PNG = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201e2b2e1b80000000049454e44ae426082"
+)).decode()
+
+
+def model_requests(tmp_path: Path, scenario: str) -> list[dict[str, Any]]:
+    path = tmp_path / "model-requests" / f"{scenario}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def hook_calls(project_dir: Path) -> list[dict[str, Any]]:
+    path = project_dir / ".e2e" / "calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+async def trust(conn: Any, project_dir: Path) -> None:
+    # The SDK's ext_method adds ACP's leading underscore: "orion/hooks/trust" goes out as "_orion/hooks/trust".
+    answer = await conn.ext_method("orion/hooks/trust", {"projectDir": str(project_dir)})
+    assert answer["trusted"] is True
+
+
+async def test_handshake_answers_with_acp_version_capabilities_and_auth_methods(tmp_path: Path, sdk_errors: list) -> None:
+    client = RecordingClient()
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        assert init.protocol_version == 1
+        assert init.agent_info.name == "orion-sidecar"
+        caps = init.agent_capabilities
+        assert caps.load_session is True
+        assert caps.prompt_capabilities.image is True and caps.prompt_capabilities.embedded_context is True
+        assert caps.mcp_capabilities.http is True and caps.mcp_capabilities.sse is True
+        assert {m.id for m in init.auth_methods} == {"claude", "scripted"}
+        orion = init.field_meta["orion"]
+        assert "_orion/hooks/list" in orion["methods"] and "_orion/hook_response" in orion["events"]
+        # ACP's own session methods are not offered a second time in Orion's first shape.
+        assert "_orion/session/new" not in orion["methods"]
+        await conn.authenticate(method_id="scripted")
+        with pytest.raises(RequestError) as unknown:
+            await conn.authenticate(method_id="nope")
+        assert unknown.value.code == -32602
+    assert not sdk_errors
+
+
+async def test_an_unsupported_version_is_answered_with_ours(tmp_path: Path) -> None:
+    async with acp_sidecar(RecordingClient(), tmp_path, version=7) as (conn, init):
+        assert init.protocol_version == 1
+
+
+async def test_authenticate_without_credentials_is_acps_auth_required_naming_what_to_set(tmp_path: Path, monkeypatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
+        with pytest.raises(RequestError) as refused:
+            await conn.authenticate(method_id="claude")
+        assert refused.value.code == -32000
+        assert "ANTHROPIC_API_KEY" in str(refused.value)
+
+
+async def test_a_session_with_hooks_an_ask_a_hook_deny_and_orion_events(tmp_path: Path, sdk_errors: list) -> None:
+    project_dir = project(tmp_path)
+    client = RecordingClient(answer=lambda request: "allow_once")
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("ask")})
+        sid = session.session_id
+        assert session.modes.current_mode_id == "default"
+        assert session.field_meta["orion"]["hooks"]["untrusted"] == 0
+        result = await conn.prompt(session_id=sid, prompt=[text_block("run the probe")])
+    assert result.stop_reason == "end_turn"
+    assert result.field_meta["orion"]["terminalReason"] == "completed"
+
+    # The hook's ask reached the client as ACP's permission request, with the tool call and the hook's reason.
+    [asked] = client.permission_requests
+    call = asked["toolCall"]
+    assert call["kind"] == "execute" and call["status"] == "pending"
+    assert call["title"] == "touch asked-marker # ask-user-probe"  # what the agent asked for, not env-isolation's prefix
+    assert call["rawInput"]["command"].endswith("touch asked-marker # ask-user-probe")
+    assert "E2E-ASK" in call["content"][0]["content"]["text"]
+    assert {o["optionId"] for o in asked["options"]} >= {"allow_once", "reject_once"}
+    assert (project_dir / "asked-marker").exists()
+
+    # The tool call and its result as ACP updates, under one toolCallId.
+    [started] = client.of_kind("tool_call")
+    finished = [u for u in client.of_kind("tool_call_update") if u.get("status") == "completed"]
+    assert finished and finished[0]["toolCallId"] == started["toolCallId"] == call["toolCallId"]
+    assert "".join(u["content"]["text"] for u in client.of_kind("agent_message_chunk")) == "Done with the probe."
+    assert "user_message_chunk" not in client.kinds()  # a live prompt is the client's own
+
+    # Orion's events arrived as extensions: ordered per session, timestamped, tied to the tool call.
+    hook_events = [(m, p) for m, p in client.extensions if m.startswith("_orion/hook_") or m.startswith("orion/hook_")]
+    assert hook_events, client.extensions
+    seqs = [p["seq"] for _, p in client.extensions if p.get("sessionId") == sid]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    gate = [p for m, p in hook_events if m.endswith("hook_response") and p["hookName"] == "e2e-bash-gate"]
+    assert gate and gate[0]["toolCallId"] == call["toolCallId"] and gate[0]["timestamp"].endswith("Z")
+    assert not sdk_errors
+
+
+async def test_a_hook_deny_is_a_failed_tool_call_and_a_reject_stops_the_tool(tmp_path: Path, sdk_errors: list) -> None:
+    project_dir = project(tmp_path)
+    client = RecordingClient()
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("deny")})
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("make the marker")])
+    assert not (project_dir / "denied-marker").exists()
+    [denied] = [u for u in client.of_kind("tool_call_update") if u.get("status") == "failed"]
+    assert denied["_meta"]["orion"]["status"] == "denied"
+    assert "E2E-DENY" in denied["content"][0]["content"]["text"]
+    assert not client.permission_requests
+
+    rejecting = RecordingClient(answer=lambda request: "reject_once")
+    other = tmp_path / "second"
+    other.mkdir()
+    project_two = project(other)
+    async with acp_sidecar(rejecting, tmp_path) as (conn, init):
+        await trust(conn, project_two)
+        session = await conn.new_session(cwd=str(project_two), mcp_servers=[], orion={"model": model("ask")})
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("run the probe")])
+    assert len(rejecting.permission_requests) == 1
+    assert not (project_two / "asked-marker").exists()
+    assert [u for u in rejecting.of_kind("tool_call_update") if u.get("status") == "failed"]
+    assert not sdk_errors
+
+
+async def test_a_plain_client_gets_no_orion_events_and_the_sdk_logs_no_error(tmp_path: Path, sdk_errors: list) -> None:
+    project_dir = project(tmp_path)
+    client = RecordingClient(answer=lambda request: "allow_once")
+    async with acp_sidecar(client, tmp_path, events=False) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("ask")})
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("run the probe")])
+    assert hook_calls(project_dir), "the project's hooks ran"
+    assert client.extensions == []
+    assert client.of_kind("tool_call")
+    assert not sdk_errors, [r.getMessage() for r in sdk_errors]
+
+
+async def test_images_resource_links_and_embedded_context_reach_claude(tmp_path: Path) -> None:
+    project_dir = project(tmp_path)
+    client = RecordingClient()
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})
+        readme = project_dir / "README.md"
+        readme.write_text("# hooked\n")
+        from acp import embedded_text_resource, resource_block
+
+        result = await conn.prompt(session_id=session.session_id, prompt=[
+            text_block("What is in this picture and in the file?"),
+            image_block(PNG, "image/png"),
+            resource_link_block("README.md", readme.as_uri()),
+            resource_block(embedded_text_resource("file:///unsaved/buffer.py", "print('unsaved edit')")),
+        ])
+        assert result.stop_reason == "end_turn"
+        with pytest.raises(RequestError) as audio:
+            await conn.prompt(session_id=session.session_id, prompt=[
+                {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}])
+        assert audio.value.code == -32602 and "audio" in str(audio.value)
+    [request] = [r for r in model_requests(tmp_path, "plain") if r.get("kind", "main") == "main"][-1:]
+    content = json.dumps(request)
+    assert '"type": "image"' in content and PNG in content
+    assert readme.as_uri() in content
+    assert "print('unsaved edit')" in content and "file:///unsaved/buffer.py" in content
+
+
+async def test_set_mode_switches_claudes_permission_mode(tmp_path: Path, sdk_errors: list) -> None:
+    project_dir = project(tmp_path)
+    client = RecordingClient()
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})
+        modes = {m.id for m in session.modes.available_modes}
+        assert {"default", "acceptEdits", "plan"} <= modes
+        await conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+        with pytest.raises(RequestError) as bad:
+            await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
+        assert bad.value.code == -32602
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
+    assert client.of_kind("current_mode_update")[0]["currentModeId"] == "plan"
+    # The CLI now runs in plan mode: the hook inputs say so.
+    prompt_calls = [c for c in hook_calls(project_dir) if c["event"] == "UserPromptSubmit"]
+    assert prompt_calls
+    assert not sdk_errors
+
+
+async def test_cancel_mid_turn_answers_cancelled(tmp_path: Path) -> None:
+    project_dir = project(tmp_path)
+    client = RecordingClient(answer=lambda request: "allow_once")
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("cancel")})
+        sid = session.session_id
+        outcome: dict[str, Any] = {}
+
+        async def run() -> None:
+            outcome["result"] = await conn.prompt(session_id=sid, prompt=[text_block("wait a while")])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            with anyio.fail_after(60):
+                while not client.of_kind("tool_call"):
+                    await anyio.sleep(0.05)
+            await anyio.sleep(0.5)
+            await conn.cancel(session_id=sid)
+        assert outcome["result"].stop_reason == "cancelled"
+        # The session is usable again afterwards.
+        again = await conn.prompt(session_id=sid, prompt=[text_block("and now?")])
+        assert again.stop_reason == "end_turn"
+
+
+async def test_a_session_loads_after_a_restart_with_its_history_and_a_resume_start(tmp_path: Path, sdk_errors: list) -> None:
+    project_dir = project(tmp_path)
+    first = RecordingClient()
+    async with acp_sidecar(first, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})
+        sid = session.session_id
+        await conn.prompt(session_id=sid, prompt=[text_block("remember the word lantern")])
+
+    second = RecordingClient()
+    async with acp_sidecar(second, tmp_path) as (conn, init):
+        listed = await conn.list_sessions(cwd=str(project_dir))
+        assert [s.session_id for s in listed.sessions] == [sid]
+        assert listed.sessions[0].title == "remember the word lantern"
+        loaded = await conn.load_session(cwd=str(project_dir), session_id=sid, mcp_servers=[])
+        assert loaded.modes.current_mode_id == "default"
+        # The history arrived before the answer: the user's words and the agent's.
+        assert ("user_message_chunk", "remember the word lantern") in [
+            (u["sessionUpdate"], u["content"]["text"]) for _, u in second.updates if u["sessionUpdate"] == "user_message_chunk"]
+        assert any(u["content"]["text"] == "Plain answer." for u in second.of_kind("agent_message_chunk"))
+        before = len(second.updates)
+        result = await conn.prompt(session_id=sid, prompt=[text_block("what was the word?")])
+        assert result.stop_reason == "end_turn" and len(second.updates) > before
+        with pytest.raises(RequestError) as missing:
+            await conn.load_session(cwd=str(project_dir), session_id="0f0f0f0f-0000-4000-8000-000000000000", mcp_servers=[])
+        assert missing.value.code == -32002
+    # The resumed CLI conversation went on: the model was sent the first exchange again.
+    last = [r for r in model_requests(tmp_path, "plain") if r.get("kind", "main") == "main"][-1]
+    assert "remember the word lantern" in json.dumps(last)
+    starts = [c for c in hook_calls(project_dir) if c["event"] == "SessionStart"]
+    assert len(starts) == 2 and {c["session_id"] for c in starts} == {sid}
+    assert not sdk_errors
+
+
+async def test_an_mcp_server_from_the_client_reaches_the_agent(tmp_path: Path, sdk_errors: list) -> None:
+    project_dir = project(tmp_path)
+    marker = tmp_path / "mcp-calls.txt"
+    client = RecordingClient(answer=lambda request: "allow_once")
+    server = McpServerStdio(name="probe", command=sys.executable,
+                            args=[str(Path(__file__).with_name("mcp_probe_server.py"))],
+                            env=[{"name": "PROBE_MARKER", "value": str(marker)}])
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[server], orion={"model": model("acp_mcp")})
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("use the probe")])
+    assert marker.read_text().strip() == "hello from the agent"
+    done = [u for u in client.of_kind("tool_call_update") if u.get("status") == "completed"]
+    assert done and "PROBE-SAYS: HELLO FROM THE AGENT" in json.dumps(done)
+    assert not sdk_errors
+
+
+async def test_orion_errors_keep_clear_of_acps_codes(tmp_path: Path) -> None:
+    async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
+        with pytest.raises(RequestError) as unknown:
+            await conn.prompt(session_id="no-such-session", prompt=[text_block("hi")])
+        assert unknown.value.code == -31001
+        with pytest.raises(RequestError) as relative:
+            await conn.new_session(cwd="relative/dir", mcp_servers=[])
+        assert relative.value.code == -32602
+        with pytest.raises(RequestError) as bad_meta:
+            await conn.new_session(cwd=str(tmp_path), mcp_servers=[], orion={"sandbox": "sometimes"})
+        assert bad_meta.value.code == -32602 and "_meta" in json.dumps(bad_meta.value.data)
