@@ -94,6 +94,10 @@ class SessionView:
             output = update.get("output")
             first = _compact(output if isinstance(output, str) else json.dumps(output), 100)
             self.line(f"tool    ■ {status}: {first}")
+        elif kind == "notice":
+            self.line(f"notice  ▸ [{update.get('level')}] {_compact(update.get('text', ''), 200)}")
+        elif kind == "current_mode_update":
+            self.line(f"mode    ▸ {update.get('currentModeId')}")
         elif kind == "result":
             self.line(
                 f"result  ▸ {update.get('stopReason')} after {update.get('numTurns')} model turns, "

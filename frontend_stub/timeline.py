@@ -36,6 +36,8 @@ def describe_event(name: str, params: Any) -> str:
             return f"tool_call {update.get('name')} {_short(update.get('input'), 100)}"
         if kind == "tool_call_update":
             return f"tool_call_update {update.get('status')} {_short(update.get('output'), 100)}"
+        if kind == "notice":
+            return f"notice {update.get('level')} {_short(update.get('text', ''), 120)}"
         if kind == "result":
             return f"result {update.get('stopReason')} turns={update.get('numTurns')} {_short(update.get('resultText') or '', 100)}"
         return f"session/update {_short(update)}"

@@ -46,9 +46,19 @@ class RunnerBridge:
             start = self.session.state.pop(PENDING_SESSION_CONTEXT)
             agg.additional_context = "\n".join(filter(None, [start, agg.additional_context]))
         output = to_hook_json(agg)
+        if event == "UserPromptSubmit" and agg.blocked:
+            await self._notice("error", "Prompt blocked by a UserPromptSubmit hook" + (f": {agg.reason}" if agg.reason else "."),
+                               event)
         if event == "PreToolUse" and agg.decision == "ask":
             output = await self._ask(payload, agg.updated_input, agg.reason, output)
         return output
+
+    async def _notice(self, level: str, text: str, event: str) -> None:
+        try:
+            await self.session.emit("session/update", {"update": {
+                "sessionUpdate": "notice", "level": level, "text": text, "source": "hook", "event": event}})
+        except Exception:  # noqa: BLE001 - a notice the frontend cannot take must not change the hook's answer
+            log.exception("could not send a notice")
 
     async def _ask(
         self, payload: dict[str, Any], updated_input: dict[str, Any] | None, reason: str | None, output: dict[str, Any]

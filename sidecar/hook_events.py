@@ -53,13 +53,32 @@ def hook_response_params(result: HookResult, session_id: str) -> dict[str, Any]:
     return params
 
 
+def hook_notice(result: HookResult) -> dict[str, Any] | None:
+    """What Claude Code would show the user about one hook run, beside the conversation: its `systemMessage`,
+    or that it timed out or gave no usable answer (and what that meant for the agent). None when nothing is."""
+    base = {"sessionUpdate": "notice", "source": "hook", "event": result.event, "hookName": result.hook_name}
+    message = result.output.systemMessage if result.output is not None else None
+    if message:
+        return {**base, "level": "info", "text": _cut(message, MAX_PROGRESS_LINE)}
+    what = "the call was denied (failClosed)" if result.fail_closed else "the agent went on without it"
+    if result.outcome == "timeout":
+        return {**base, "level": "warning", "text": f"{result.event} hook {result.hook_name} timed out; {what}."}
+    if result.outcome == "error":
+        why = result.error or (f"exit code {result.exit_code}" if result.exit_code is not None else "no usable answer")
+        return {**base, "level": "warning",
+                "text": _cut(f"{result.event} hook {result.hook_name} failed ({why}); {what}.", MAX_PROGRESS_LINE)}
+    return None
+
+
 class IpcHookObserver:
-    """A HookObserver that forwards every execution to the frontend as notifications."""
+    """A HookObserver that forwards every execution to the frontend as notifications; with ``notices`` (a live
+    session), what the user should see of a run also arrives as a `notice` session update."""
 
-    __slots__ = ("_notify",)
+    __slots__ = ("_notify", "_notices")
 
-    def __init__(self, notify: NotifyFn) -> None:
+    def __init__(self, notify: NotifyFn, *, notices: bool = False) -> None:
         self._notify = notify
+        self._notices = notices
 
     async def on_started(self, started: HookStarted) -> None:
         params: dict[str, Any] = {
@@ -90,3 +109,7 @@ class IpcHookObserver:
 
     async def on_response(self, result: HookResult, session_id: str) -> None:
         await self._notify("hook_response", hook_response_params(result, session_id))
+        if self._notices:
+            notice = hook_notice(result)
+            if notice is not None:
+                await self._notify("session/update", {"sessionId": session_id, "update": notice})

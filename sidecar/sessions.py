@@ -323,7 +323,7 @@ class SessionManager:
                                  cli_config_dir=config_dir)
         runner = HookRunner(
             hookset,
-            IpcHookObserver(notify),
+            IpcHookObserver(notify, notices=True),
             executors=default_llm_executors(SdkModelClient(env, None, data_dir)),
             data_dir=data_dir,
         )

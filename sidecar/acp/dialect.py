@@ -141,13 +141,11 @@ class AcpDialect:
             return [{"sessionUpdate": "available_commands_update", "availableCommands": update["availableCommands"]}]
         if kind == "notice":
             # What Claude Code shows the user beside the conversation (a hook's systemMessage, a blocked prompt, a
-            # hook that timed out): on a tool call it joins that call's content, otherwise it is a message of its own.
-            text = update.get("text", "")
-            notice_meta = {"orion": {"notice": {k: update[k] for k in ("level", "source", "hookName", "event") if k in update}}}
-            if update.get("toolUseId"):
-                return [{"sessionUpdate": "tool_call_update", "toolCallId": update["toolUseId"],
-                         "content": [{"type": "content", "content": _text(text)}], "_meta": notice_meta}]
-            return [{"sessionUpdate": "agent_message_chunk", "content": _text(text + "\n"), "_meta": notice_meta}]
+            # hook that timed out): ACP has no notice of its own, so it is a message line, marked as Orion's notice
+            # in _meta for a client that styles it (a tool call's content is left alone: an update would replace it).
+            notice = {k: update[k] for k in ("level", "source", "hookName", "event") if update.get(k) is not None}
+            return [{"sessionUpdate": "agent_message_chunk", "content": _text(update.get("text", "") + "\n"),
+                     "_meta": {"orion": {"notice": notice}}}]
         # `result` (the prompt's answer carries it) and any kind ACP has no word for.
         return []
 

@@ -148,6 +148,21 @@ async def test_a_hook_deny_is_a_failed_tool_call_and_a_reject_stops_the_tool(tmp
     assert not sdk_errors
 
 
+async def test_a_prompt_a_hook_blocked_ends_the_turn_with_the_reason_shown(tmp_path: Path, sdk_errors: list) -> None:
+    project_dir = project(tmp_path)
+    client = RecordingClient()
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})
+        result = await conn.prompt(session_id=session.session_id, prompt=[text_block("a forbidden-prompt")])
+    assert result.stop_reason == "end_turn" and result.field_meta["orion"]["stopReason"] == "blocked"
+    [notice] = [u for u in client.of_kind("agent_message_chunk") if u.get("_meta", {}).get("orion", {}).get("notice")]
+    assert "E2E-PROMPT-BLOCKED" in notice["content"]["text"]
+    assert notice["_meta"]["orion"]["notice"] == {"level": "error", "source": "hook", "event": "UserPromptSubmit"}
+    assert model_requests(tmp_path, "plain") == []  # the model never saw it
+    assert not sdk_errors
+
+
 async def test_a_plain_client_gets_no_orion_events_and_the_sdk_logs_no_error(tmp_path: Path, sdk_errors: list) -> None:
     project_dir = project(tmp_path)
     client = RecordingClient(answer=lambda request: "allow_once")
@@ -264,7 +279,7 @@ async def test_a_session_loads_after_a_restart_with_its_history_and_a_resume_sta
     last = [r for r in model_requests(tmp_path, "plain") if r.get("kind", "main") == "main"][-1]
     assert "remember the word lantern" in json.dumps(last)
     starts = [c for c in hook_calls(project_dir) if c["event"] == "SessionStart"]
-    assert len(starts) == 2 and {c["session_id"] for c in starts} == {sid}
+    assert [c["source"] for c in starts] == ["startup", "resume"] and {c["session_id"] for c in starts} == {sid}
     assert not sdk_errors
 
 

@@ -11,6 +11,7 @@ DENY_REASON = "E2E-DENY: denied-marker must never be created."
 POST_CONTEXT = "E2E-POST-CONTEXT: the probe output was checked by the project hook."
 STOP_REASON = "E2E-STOP-REASON: check the work once more before stopping."
 ASK_REASON = "E2E-ASK: the project wants a person to confirm this probe."
+SYSTEM_MESSAGE = "E2E-SYSTEM-MESSAGE: the project hook has something to tell the user."
 HOLD_LIMIT_S = 30.0
 
 
@@ -37,6 +38,7 @@ def main() -> int:
         "command": command,
         "stop_hook_active": payload.get("stop_hook_active"),
         "reason": payload.get("reason"),
+        "source": payload.get("source"),
         "pid": os.getpid(),
     })
     if event == "SessionStart":
@@ -54,6 +56,8 @@ def main() -> int:
         if "echo original" in command:
             rewritten = {**tool_input, "command": command.replace("echo original", "echo rewritten")}
             print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": rewritten}}))
+        if "system-message-probe" in command:
+            print(json.dumps({"systemMessage": SYSTEM_MESSAGE}))
         if "hold-hook-probe" in command:
             # Stays alive (bounded) so a test can see it among the sidecar's descendants and shut down under it.
             print("holding", file=sys.stderr, flush=True)
