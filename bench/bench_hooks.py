@@ -40,6 +40,7 @@ def _isolate(tmp: Path) -> None:
     # Never touch the real user's trust store, settings or data.
     os.environ["ORION_DATA_DIR"] = str(tmp / "data")
     os.environ["ORION_USER_SETTINGS"] = str(tmp / "user-settings.json")
+    os.environ["ORION_CLAUDE_USER_SETTINGS"] = str(tmp / "no-claude-user-settings.json")
 
 
 def _project(tmp: Path, hooks: dict | None) -> Path:

@@ -180,6 +180,7 @@ async def main(n: int, runs: int) -> None:
     os.environ["HOME"] = str(root / "home")
     os.environ["ORION_DATA_DIR"] = str(root / "data")
     os.environ["ORION_USER_SETTINGS"] = str(root / "home" / "settings.json")
+    os.environ["ORION_CLAUDE_USER_SETTINGS"] = str(root / "home" / "no-claude-user-settings.json")
 
     rows = [await executor_row(n), *await runner_rows(root, n), *await cli_rows(root, runs)]
     print(f"{'what':<62} {'median':>9} {'p95':>9} {'max':>9}")

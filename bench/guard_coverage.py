@@ -22,6 +22,7 @@ def _isolate(home: Path) -> None:
     os.environ["HOME"] = str(home)
     os.environ["ORION_DATA_DIR"] = str(home / ".local" / "share" / "orion")
     os.environ["ORION_USER_SETTINGS"] = str(home / ".config" / "orion" / "settings.json")
+    os.environ["ORION_CLAUDE_USER_SETTINGS"] = str(home / ".claude" / "settings.json")
     os.environ.pop("CLAUDE_CONFIG_DIR", None)
 
 

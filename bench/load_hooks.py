@@ -389,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         # Isolated trust store, data dir and user settings: nothing touches the real ones.
         os.environ["ORION_DATA_DIR"] = str(root / "data")
         os.environ["ORION_USER_SETTINGS"] = str(root / "no-user-settings.json")
+        os.environ["ORION_CLAUDE_USER_SETTINGS"] = str(root / "no-claude-user-settings.json")
         os.environ["HOME"] = str(root / "home")
         (root / "home").mkdir()
         os.environ.pop("ANTHROPIC_API_KEY", None)

@@ -208,6 +208,7 @@ def sidecar_env(root: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("ORION_DATA_DIR", str(root / "data"))
     env.setdefault("ORION_USER_SETTINGS", str(root / "no-user-settings.json"))
+    env.setdefault("ORION_CLAUDE_USER_SETTINGS", str(root / "no-claude-user-settings.json"))
     if "ORION_DATA_DIR" not in os.environ:
         env["HOME"] = str(root / "home")
         Path(env["HOME"]).mkdir(parents=True, exist_ok=True)

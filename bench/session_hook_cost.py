@@ -287,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         os.environ["ORION_DATA_DIR"] = str(root / "data")
         os.environ["ORION_USER_SETTINGS"] = str(root / "no-user-settings.json")
+        os.environ["ORION_CLAUDE_USER_SETTINGS"] = str(root / "no-claude-user-settings.json")
         os.environ.pop("ANTHROPIC_API_KEY", None)
         result = anyio.run(run, args.reps, counts, root)
     print_result(result)

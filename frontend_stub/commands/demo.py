@@ -30,6 +30,7 @@ async def run(args: argparse.Namespace) -> int:
     # The demo is reproducible: its own data directory (trust store, memory, tracking) and no user settings.
     env["ORION_DATA_DIR"] = str(work / "data")
     env["ORION_USER_SETTINGS"] = str(work / "no-user-settings.json")
+    env["ORION_CLAUDE_USER_SETTINGS"] = str(work / "no-claude-user-settings.json")  # the demo is the same everywhere
     view = SessionView(show_progress=not args.quiet_progress)
     view.line(f"demo    ▸ project copied to {project}")
     try:
