@@ -76,6 +76,29 @@ class SessionView:
         elif name == "notification":
             self.line(f"notice  ▸ {params.get('title') or ''} {_compact(params.get('message', ''))}".rstrip())
 
+    def show_acp_update(self, update: dict[str, Any]) -> None:
+        """One ACP `session/update` (the stub speaks ACP through the official SDK), shown like Orion's own."""
+        self.stats.events += 1
+        kind = update.get("sessionUpdate")
+        orion = (update.get("_meta") or {}).get("orion") or {}
+        content = update.get("content")
+        text = content.get("text", "") if isinstance(content, dict) else ""
+        if kind == "agent_message_chunk" and orion.get("notice"):
+            self.line(f"notice  ▸ [{orion['notice'].get('level')}] {_compact(text, 200)}")
+        elif kind in ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk"):
+            self._update({"sessionUpdate": {"user_message_chunk": "user_message"}.get(kind, kind), "text": text})
+        elif kind == "tool_call":
+            self.stats.tool_calls += 1
+            self.line(f"tool    ▶ {update.get('kind')}: {_compact(update.get('title'), 120)}")
+        elif kind == "tool_call_update" and update.get("status") in ("completed", "failed"):
+            status = "denied" if orion.get("status") == "denied" else update["status"]
+            output = "".join(c.get("content", {}).get("text", "") for c in update.get("content") or [] if isinstance(c, dict))
+            self._update({"sessionUpdate": "tool_call_update", "status": status, "output": output})
+        elif kind == "plan":
+            self.line("plan    ▸ " + "; ".join(f"[{e.get('status')}] {e.get('content')}" for e in update.get("entries", [])))
+        elif kind == "current_mode_update":
+            self._update(update)
+
     def _update(self, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk":

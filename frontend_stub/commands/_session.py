@@ -1,16 +1,14 @@
-"""Shared by `orion demo` and `orion chat`: launch a sidecar, run prompts in one session, render it with SessionView."""
+"""Shared by `orion demo` and `orion chat`: launch a sidecar, speak ACP to it through the official Python SDK (PyPI
+`agent-client-protocol`), run prompts in one session, render it with SessionView."""
 
 from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
+import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from frontend_stub.client import SidecarClient
 from frontend_stub.session_view import SessionView
 from ipc.errors import RemoteError
 
@@ -31,19 +29,38 @@ def scenario_model(scenario: str | None) -> str | None:
     return f"scripted:{path.resolve()}"
 
 
-@dataclass(slots=True)
-class PermissionPolicy:
-    """How this command-line frontend answers `session/request_permission`: a fixed option, shown on the view."""
+class StubClient:
+    """The ACP client side of `orion demo` / `orion chat` (the official SDK's `Client` protocol): permission requests
+    answered with a fixed option, updates and Orion's `_orion/` events rendered on the view."""
 
-    view: SessionView
-    option: str = "allow_once"
+    def __init__(self, view: SessionView, option: str = "allow_once") -> None:
+        self.view = view
+        self.option = option
 
-    async def __call__(self, method: str, params: Any) -> dict[str, Any]:
-        p = params if isinstance(params, dict) else params.model_dump(by_alias=True)
-        self.view.line(
-            f"permit  ? {p.get('toolName')} {p.get('reason') or ''} → answering {self.option}".replace("  ", " ")
-        )
-        return {"outcome": {"outcome": "selected", "optionId": self.option}}
+    async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
+        from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+        call = tool_call.model_dump(by_alias=True, exclude_none=True)
+        reason = ((kwargs.get("field_meta") or {}).get("orion") or {}).get("reason") or ""
+        self.view.line(f"permit  ? {call.get('title')} {reason} → answering {self.option}".replace("  ", " "))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.option))
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.view.show_acp_update(update.model_dump(by_alias=True, exclude_none=True))
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        # "_orion/hook_response" arrives as "orion/hook_response" (the SDK strips ACP's leading underscore).
+        self.view.show(method.lstrip("_").removeprefix("orion/"), params)
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError(method)
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+
+def _sidecar_argv(sidecar: str | None) -> list[str]:
+    return shlex.split(sidecar) if sidecar else [sys.executable, "-m", "sidecar"]
 
 
 async def run_session(
@@ -59,59 +76,58 @@ async def run_session(
     permission_option: str = "allow_once",
     allowed_tools: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Start one session, run `prompts` in order, end it; returns the prompt results.
+    """Start one session over ACP (the official Python SDK), run `prompts` in order, end it; returns the prompt
+    results as Orion reports them (`_meta.orion`: stopReason, terminalReason, numTurns, ...).
 
     A refused `session/new` raises its RemoteError after the sidecar has shut down.
     """
-    argv = shlex.split(sidecar) if sidecar else None
+    from acp import RequestError, spawn_agent_process, text_block
+    from acp.schema import ClientCapabilities
+
+    argv = _sidecar_argv(sidecar)
     refused: RemoteError | None = None
-    policy = PermissionPolicy(view, permission_option)
     results: list[dict[str, Any]] = []
-    async with SidecarClient.launch(argv, env=env or dict(os.environ), on_request=policy) as client:
-        events = client.events()
-        async with anyio.create_task_group() as tg:
-
-            async def show() -> None:
-                async for event in events:
-                    params = event.params if isinstance(event.params, dict) else {}
-                    view.show(event.name, params)
-
-            tg.start_soon(show)
-            scope = {"projectDir": str(project), **({"vaultDir": str(vault)} if vault else {})}
-            listing = await client.request("hooks/list", scope)
-            untrusted = [h for h in listing["hooks"] if h["state"] == "untrusted"]
-            if untrusted and trust:
-                view.line(f"trust   ▸ {len(untrusted)} project hook(s) need trust: {', '.join(h['name'] for h in untrusted)}")
-                # Trust exactly what was listed: if the hooks change in between, the sidecar refuses.
-                trusted = await client.request("hooks/trust", {"projectDir": str(project), "hash": listing["trustHash"]})
-                view.line(f"trust   ▸ trusted this project's hooks (hash {trusted['hash'][:12]})")
-            elif untrusted:
-                view.line(f"trust   ▸ {len(untrusted)} project hook(s) are untrusted and will not run (use --trust)")
-            params: dict[str, Any] = {"projectDir": str(project)}
-            if model:
-                params["model"] = model
-            if vault:
-                params["vaultDir"] = str(vault)
-            if allowed_tools:
-                params["allowedTools"] = allowed_tools
-            try:
-                new = await client.request("session/new", params, timeout=120)
-            except RemoteError as exc:
-                # Refused (no credential for the real model, a bad scenario, ...): the sidecar's message says why;
-                # it is raised once the sidecar has shut down cleanly.
-                refused = exc
-            else:
-                counts = new["hooks"]
-                view.line(
-                    f"session ▸ {new['sessionId']} on {new['model']}: {counts['active']} active hooks, "
-                    f"{counts['untrusted']} untrusted, {counts['dropped']} dropped by policy"
-                )
-                for prompt in prompts:
-                    results.append(await client.request(
-                        "session/prompt", {"sessionId": new["sessionId"], "prompt": prompt}, timeout=600))
-                ended = await client.request("session/end", {"sessionId": new["sessionId"], "reason": "other"})
-                view.line(f"session ▸ ended; {ended['hooksRan']} SessionEnd hook(s) ran")
-            tg.cancel_scope.cancel()
+    client = StubClient(view, permission_option)
+    async with spawn_agent_process(client, argv[0], *argv[1:], env=env or dict(os.environ), cwd=str(REPO_ROOT)) as (conn, _):
+        await conn.initialize(protocol_version=1,
+                              client_capabilities=ClientCapabilities(field_meta={"orion": {"events": True}}))
+        scope = {"projectDir": str(project), **({"vaultDir": str(vault)} if vault else {})}
+        listing = await conn.ext_method("orion/hooks/list", scope)
+        untrusted = [h for h in listing["hooks"] if h["state"] == "untrusted"]
+        if untrusted and trust:
+            view.line(f"trust   ▸ {len(untrusted)} project hook(s) need trust: {', '.join(h['name'] for h in untrusted)}")
+            # Trust exactly what was listed: if the hooks change in between, the sidecar refuses.
+            trusted = await conn.ext_method("orion/hooks/trust", {**scope, "hash": listing["trustHash"]})
+            view.line(f"trust   ▸ trusted this project's hooks (hash {trusted['hash'][:12]})")
+        elif untrusted:
+            view.line(f"trust   ▸ {len(untrusted)} project hook(s) are untrusted and will not run (use --trust)")
+        options: dict[str, Any] = {}
+        if model:
+            options["model"] = model
+        if vault:
+            options["vaultDir"] = str(vault)
+        if allowed_tools:
+            options["allowedTools"] = allowed_tools
+        try:
+            new = await conn.new_session(cwd=str(project), mcp_servers=[], orion=options)
+        except RequestError as exc:
+            # Refused (no credential for the real model, a bad scenario, ...): the sidecar's message says why;
+            # it is raised once the sidecar has shut down cleanly.
+            refused = RemoteError(str(exc), exc.data, code=exc.code)
+        else:
+            info = (new.field_meta or {}).get("orion", {})
+            counts = info.get("hooks", {})
+            view.line(
+                f"session ▸ {new.session_id} on {info.get('model')}: {counts.get('active')} active hooks, "
+                f"{counts.get('untrusted')} untrusted, {counts.get('dropped')} dropped by policy"
+            )
+            for prompt in prompts:
+                answer = await conn.prompt(session_id=new.session_id, prompt=[text_block(prompt)])
+                result = {"stopReason": answer.stop_reason, **((answer.field_meta or {}).get("orion") or {})}
+                view._update({"sessionUpdate": "result", **result})
+                results.append(result)
+            ended = await conn.ext_method("orion/session/end", {"sessionId": new.session_id, "reason": "other"})
+            view.line(f"session ▸ ended; {ended['hooksRan']} SessionEnd hook(s) ran")
         view.close()
     if refused is not None:
         raise refused
