@@ -115,7 +115,10 @@ def _short(value: Any, limit: int = 400) -> str:
 
 
 def load_golden(name: str) -> dict[str, Any]:
-    return json.loads((GOLDEN_DIR / f"{name}.json").read_text())
+    """A golden as recorded, with the recording day normalised like a fresh observation's (harness.normalise)."""
+    from tests.conformance.harness import TODAY, TODAY_TOKEN
+
+    return json.loads(TODAY.sub(TODAY_TOKEN, (GOLDEN_DIR / f"{name}.json").read_text()))
 
 
 async def _run(names: list[str]) -> int:

@@ -206,10 +206,13 @@ def _observe(project: Path, request_log: Path, result: dict[str, Any]) -> Observ
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TOOLU = re.compile(r"toolu_[A-Za-z0-9_]+")
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b")
+# Claude Code's system prompt names the day: goldens recorded yesterday must still compare today.
+TODAY = re.compile(r"Today's date is \d{4}-\d{2}-\d{2}\.")
+TODAY_TOKEN = "Today's date is <DATE>."
 
 
 def normalise(obs: dict[str, Any], root: Path) -> dict[str, Any]:
-    """Replace what must differ between two runs: paths under the case's root, ids, durations, timestamps."""
+    """Replace what must differ between two runs: paths under the case's root, ids, durations, timestamps, the date."""
     text = json.dumps(obs, sort_keys=True)
     project = root / "project"
     for path, token in ((str(project.resolve()), "<PROJECT>"), (str(project), "<PROJECT>"),
@@ -218,6 +221,7 @@ def normalise(obs: dict[str, Any], root: Path) -> dict[str, Any]:
     ids: dict[str, str] = {}
     text = _TOOLU.sub(lambda m: ids.setdefault(m.group(0), f"toolu_{len(ids)}"), text)
     text = _UUID.sub("<UUID>", text)
+    text = TODAY.sub(TODAY_TOKEN, text)
     data = json.loads(text)
     for call in data["hook_calls"]:
         stdin = call.get("stdin") or {}
