@@ -161,11 +161,42 @@ class SessionModeState(AcpModel):
     available_modes: list[SessionMode]
 
 
+class ConfigSelectOption(AcpModel):
+    value: str
+    name: str
+    description: str | None = None
+
+
+class ConfigOptionSelect(AcpModel):
+    """A session setting the client shows as a picker; the sidecar offers `model` (category `model`)."""
+
+    type: Literal["select"] = "select"
+    id: str
+    name: str
+    description: str | None = None
+    category: str | None = None
+    current_value: str
+    options: list[ConfigSelectOption]
+
+
 class AcpNewSessionResult(AcpModel):
     """`_meta.orion`: the model, hook counts, sandbox and settings, as Orion's `session/new` reports them."""
 
     session_id: str
     modes: SessionModeState
+    config_options: list[ConfigOptionSelect] = Field(default_factory=list)
+
+
+class SetConfigOptionParams(AcpModel):
+    """ACP `session/set_config_option`: `configId` `model` switches the model the session's next turns use."""
+
+    session_id: str
+    config_id: str
+    value: str
+
+
+class SetConfigOptionResult(AcpModel):
+    config_options: list[ConfigOptionSelect]
 
 
 class AcpLoadSessionParams(AcpModel):
@@ -178,6 +209,7 @@ class AcpLoadSessionParams(AcpModel):
 
 class AcpLoadSessionResult(AcpModel):
     modes: SessionModeState
+    config_options: list[ConfigOptionSelect] = Field(default_factory=list)
 
 
 class AcpListSessionsParams(AcpModel):

@@ -129,6 +129,8 @@ ACP_METHODS: dict[str, MethodSpec] = dict([
        "Sessions this sidecar knows (live and past), newest first, optionally only those of `cwd`."),
     _m("session/set_mode", "SetModeParams", "AcpEmpty",
        "Switch the permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`); a `current_mode_update` follows."),
+    _m("session/set_config_option", "SetConfigOptionParams", "SetConfigOptionResult",
+       "Change a session setting: `model` (Claude Code's aliases `default`, `sonnet`, `opus`, `haiku`, or a model id)."),
     _m("session/prompt", "AcpPromptParams", "AcpPromptResult",
        "Run one prompt (text, images, resource links, embedded resources); updates stream meanwhile."),
     _m("session/cancel", "AcpCancelParams", None,

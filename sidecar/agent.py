@@ -386,6 +386,12 @@ class AgentSession:
         await self._client.set_permission_mode(mode)  # type: ignore[arg-type]
         self.config.permission_mode = mode
 
+    async def set_model(self, model: str | None) -> None:
+        if self._client is None:
+            raise AgentNotStarted("start() the session first")
+        await self._client.set_model(model)
+        self.config.model = model
+
     async def cancel(self) -> bool:
         """Interrupt the running turn; its prompt() returns stopReason "cancelled". False if nothing was running."""
         if self._client is None or not self._turn_running:

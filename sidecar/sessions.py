@@ -138,6 +138,7 @@ class Session:
     # .cc-writes/), which the session removes again at its end while they are still empty.
     claude_dir_was_absent: bool = False
     permission_mode: str | None = None
+    current_model: str = "default"  # what the model picker shows: the session's model, or the one the user switched to
     end_lock: anyio.Lock = field(default_factory=anyio.Lock)
     hooks_ran_at_end: int = 0
 
@@ -387,6 +388,7 @@ class SessionManager:
             project_dir=project,
             vault_dir=vault,
             model=model or model_name or "default",
+            current_model=model or model_name or "default",
             permission_mode=permission_mode,
             sandbox=sandbox,
             settings=settings,
@@ -427,6 +429,15 @@ class SessionManager:
         session.permission_mode = mode
         await self._notify("session/update", {"sessionId": session_id,
                                               "update": {"sessionUpdate": "current_mode_update", "currentModeId": mode}})
+
+    async def set_model(self, session_id: str, model: str) -> Session:
+        """Switch the model of the session's next turns (the user's choice); "default" is the CLI's own default."""
+        session = self.get(session_id)
+        if session.state == "ended":
+            raise SessionNotFound(f"session {session_id} has ended", data={"sessionId": session_id, "state": "ended"})
+        await session.agent.set_model(None if model == "default" else model)
+        session.current_model = model
+        return session
 
     async def cancel(self, session_id: str) -> bool:
         session = self.get(session_id)

@@ -37,6 +37,20 @@ def mode_state(current: str | None) -> p.SessionModeState:
     return p.SessionModeState.model_validate({"currentModeId": current or "default", "availableModes": available_modes()})
 
 
+# Claude Code's model aliases: what a user picks in `claude /model`. Any other model id is accepted too.
+MODEL_ALIASES = (("default", "Default", "The CLI's default model for this account"),
+                 ("sonnet", "Sonnet", "Claude Sonnet, latest"), ("opus", "Opus", "Claude Opus, latest"),
+                 ("haiku", "Haiku", "Claude Haiku, latest"))
+
+
+def model_option(current: str) -> dict[str, Any]:
+    options = [{"value": value, "name": name, "description": text} for value, name, text in MODEL_ALIASES]
+    if current not in {value for value, _, _ in MODEL_ALIASES}:
+        options.insert(0, {"value": current, "name": current, "description": "The model this session started with"})
+    return {"type": "select", "id": "model", "name": "Model", "category": "model", "currentValue": current,
+            "options": options}
+
+
 def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpInitializeResult:
     """Answer ACP's handshake and switch the connection to ACP. A version we do not speak is answered with ours
     (ACP: the client then decides whether to go on)."""
@@ -159,7 +173,7 @@ def register(app: SidecarApp) -> None:
         )
         return p.AcpNewSessionResult.model_validate({
             "sessionId": session.session_id, "modes": mode_state(session.permission_mode).wire(),
-            "_meta": _session_meta(session, hookset),
+            "configOptions": [model_option(session.current_model)], "_meta": _session_meta(session, hookset),
         })
 
     @app.method("session/load", acp=True)
@@ -170,7 +184,8 @@ def register(app: SidecarApp) -> None:
             mcp_servers=sdk_mcp_servers(params.mcp_servers),
         )
         return p.AcpLoadSessionResult.model_validate({
-            "modes": mode_state(session.permission_mode).wire(), "_meta": _session_meta(session, hookset),
+            "modes": mode_state(session.permission_mode).wire(),
+            "configOptions": [model_option(session.current_model)], "_meta": _session_meta(session, hookset),
         })
 
     @app.method("session/list", acp=True)
@@ -196,6 +211,17 @@ def register(app: SidecarApp) -> None:
                                 data={"modeId": params.mode_id})
         await session_manager(app).set_mode(params.session_id, params.mode_id)
         return p.AcpEmpty()
+
+    @app.method("session/set_config_option", acp=True)
+    async def session_set_config_option(params: p.SetConfigOptionParams, call: CallContext) -> p.SetConfigOptionResult:
+        if params.config_id != "model":
+            raise InvalidParams(f"unknown config option {params.config_id!r} (have 'model')",
+                                data={"configId": params.config_id})
+        value = params.value.strip()
+        if not value or len(value) > 200 or any(c.isspace() for c in value):
+            raise InvalidParams(f"not a model name: {params.value!r}", data={"value": params.value})
+        session = await session_manager(app).set_model(params.session_id, value)
+        return p.SetConfigOptionResult.model_validate({"configOptions": [model_option(session.current_model)]})
 
     @app.method("session/prompt", acp=True)
     async def session_prompt(params: p.AcpPromptParams, call: CallContext) -> p.AcpPromptResult:

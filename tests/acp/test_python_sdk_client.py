@@ -204,7 +204,7 @@ async def test_images_resource_links_and_embedded_context_reach_claude(tmp_path:
     assert "print('unsaved edit')" in content and "file:///unsaved/buffer.py" in content
 
 
-async def test_set_mode_switches_claudes_permission_mode(tmp_path: Path, sdk_errors: list) -> None:
+async def test_set_mode_and_the_model_picker_switch_what_the_cli_uses(tmp_path: Path, sdk_errors: list) -> None:
     project_dir = project(tmp_path)
     client = RecordingClient()
     async with acp_sidecar(client, tmp_path) as (conn, init):
@@ -217,6 +217,17 @@ async def test_set_mode_switches_claudes_permission_mode(tmp_path: Path, sdk_err
             await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
         assert bad.value.code == -32602
         await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
+        [picker] = session.config_options
+        assert picker.id == "model" and picker.category == "model"
+        assert {"default", "sonnet", "opus", "haiku"} <= {o.value for o in picker.options}
+        changed = await conn.set_config_option(config_id="model", session_id=session.session_id, value="opus")
+        assert changed.config_options[0].current_value == "opus"
+        with pytest.raises(RequestError) as bad_option:
+            await conn.set_config_option(config_id="temperature", session_id=session.session_id, value="hot")
+        assert bad_option.value.code == -32602
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("and with opus?")])
+    # The next turn asked the model the user picked.
+    assert "opus" in model_requests(tmp_path, "plain")[-1]["body"]["model"]
     assert client.of_kind("current_mode_update")[0]["currentModeId"] == "plan"
     # The CLI now runs in plan mode: the hook inputs say so.
     prompt_calls = [c for c in hook_calls(project_dir) if c["event"] == "UserPromptSubmit"]
