@@ -47,6 +47,8 @@ Guard = Callable[[str, bool], None]  # (method, is_notification); raise RpcError
 NotificationSink = Callable[[str, Any], None]
 
 CANCEL_METHOD = "$/cancelRequest"
+# ACP's name for it, with the id under "requestId" (agentclientprotocol.com, protocol/cancellation).
+ACP_CANCEL_METHOD = "$/cancel_request"
 _NOTIFY_HEADS: dict[str, bytes] = {}  # per method name: the envelope up to the params
 
 
@@ -126,6 +128,8 @@ class JsonRpcPeer:
         self._transport = transport
         self._routes: Mapping[str, Route] = routes if routes is not None else {}
         self._guard = guard
+        # Cancel our own timed-out requests the ACP way ($/cancel_request {requestId}) once the connection speaks ACP.
+        self.acp_cancel = False
         self._on_notification = on_notification
         self._on_unmatched = on_unmatched  # responses nobody waits for (e.g. errors with id null)
         self.name = name
@@ -341,8 +345,9 @@ class JsonRpcPeer:
                                              id_ if _valid_id(id_) else None), batch)
                 return
             if "id" not in msg:
-                if method == CANCEL_METHOD:
-                    target = params.get("id") if isinstance(params, dict) else None
+                if method in (CANCEL_METHOD, ACP_CANCEL_METHOD):
+                    key = "id" if method == CANCEL_METHOD else "requestId"
+                    target = params.get(key) if isinstance(params, dict) else None
                     if _valid_id(target) and target is not None:
                         self.cancel(target)
                     return
@@ -508,7 +513,8 @@ class JsonRpcPeer:
 
     def _cancel_remote(self, id_: RequestId) -> None:
         try:
-            self._transport.outgoing.send_nowait({"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": id_}})
+            method, key = (ACP_CANCEL_METHOD, "requestId") if self.acp_cancel else (CANCEL_METHOD, "id")
+            self._transport.outgoing.send_nowait({"jsonrpc": "2.0", "method": method, "params": {key: id_}})
         except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
 

@@ -35,6 +35,9 @@ Dialect = Literal["orion", "acp"]
 EXT_PREFIX = "_orion/"
 # Names an ACP connection reaches without the prefix besides ACP's own: the handshake, and `exit` (a notification).
 _ACP_SHARED = frozenset({"initialize", "exit"})
+# What the agent's tools ask an ACP client that offered its files and terminals.
+ACP_CLIENT_TOOL_REQUESTS = frozenset({"fs/read_text_file", "fs/write_text_file", "terminal/create", "terminal/output",
+                                      "terminal/wait_for_exit", "terminal/release", "terminal/kill"})
 ACP_REDEFINED = frozenset({"session/new", "session/prompt", "session/cancel", "session/list"})
 
 
@@ -144,6 +147,8 @@ class SidecarApp:
 
         self.acp = AcpDialect(client_capabilities)
         self.routes.dialect = "acp"
+        if self._peer is not None:
+            self._peer.acp_cancel = True
         return self.acp
 
     # ------------------------------------------------------------------ registration
@@ -225,6 +230,9 @@ class SidecarApp:
 
     async def request_frontend(self, method: str, params: BaseModel | dict[str, Any], *, timeout: float | None = DEFAULT_REQUEST_TIMEOUT) -> Any:
         """Send a sidecar → frontend request from the table; the answer comes back as its result model."""
+        if self.acp is not None and method in ACP_CLIENT_TOOL_REQUESTS:
+            # The client's files and terminals (sidecar/acp/client_tools.py): ACP's own shapes, sent as built.
+            return await self.peer.request(method, params, timeout=timeout)
         spec = CLIENT_REQUESTS.get(method)
         if spec is None:
             raise ValueError(f"unknown frontend request {method!r}; add it to ipc.registry.CLIENT_REQUESTS")

@@ -8,6 +8,7 @@ from typing import Any
 from hooks.aggregate import to_hook_json
 from hooks.runner import HookRunner
 from hooks.types import TOOL_EVENTS, SessionContext
+from sidecar.acp.client_tools import builtin_name
 from sidecar.permissions import PermissionBroker
 
 # session.state key: SessionStart context not yet given to the model (it goes with the first prompt that is let through)
@@ -35,6 +36,9 @@ class RunnerBridge:
     async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
         # The frontend knows the session by our id; hooks and tracking must too.
         payload["session_id"] = self.session.session_id
+        if isinstance(payload.get("tool_name"), str):
+            # An ACP client's file and terminal tools are Claude Code's own to every hook (sidecar/acp/client_tools.py).
+            payload["tool_name"] = builtin_name(payload["tool_name"])
         if isinstance(payload.get("prompt_id"), str):
             self.session.state["prompt_id"] = payload["prompt_id"]  # for the events the sidecar fires itself
         # For non-tool events the CLI passes a callback UUID here, not a tool call's id: hooks must not get it

@@ -46,6 +46,8 @@ SESSION_END_BUDGET_S = 1.5
 CANCEL_BUDGET_S = 5.0
 # Ended sessions stay listed (state "ended") so a late request gets a clear answer; bounded.
 MAX_ENDED_REMEMBERED = 256
+# How long the ACP client may take over one of its file or terminal requests (a command can run that long).
+CLIENT_TOOL_TIMEOUT_S = 600.0
 # Scripted sessions' transcripts kept for `session/load` once their CLI home is gone.
 KEEP_TRANSCRIPTS = 32
 
@@ -138,6 +140,7 @@ class Session:
     # .cc-writes/), which the session removes again at its end while they are still empty.
     claude_dir_was_absent: bool = False
     permission_mode: str | None = None
+    client_tools: dict[str, Any] = field(default_factory=dict)  # which ACP client tools serve the agent
     current_model: str = "default"  # what the model picker shows: the session's model, or the one the user switched to
     end_lock: anyio.Lock = field(default_factory=anyio.Lock)
     hooks_ran_at_end: int = 0
@@ -211,8 +214,12 @@ class SessionManager:
         builtin_hooks: bool | list[str] | None = None,
         mcp_servers: dict[str, Any] | None = None,
         resume: bool = False,
+        client_capabilities: dict[str, Any] | None = None,
     ) -> tuple[Session, HookSet]:
-        """Start a session; with ``resume``, the past session ``session_id`` goes on with its CLI conversation."""
+        """Start a session; with ``resume``, the past session ``session_id`` goes on with its CLI conversation.
+
+        ``client_capabilities``: an ACP client's; its files and terminals then serve the agent's tools
+        (sidecar/acp/client_tools.py)."""
         project = existing_dir(project_dir, "projectDir")
         builtin = builtin_selection(builtin_hooks)
         vault = existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None
@@ -224,6 +231,7 @@ class SessionManager:
             session, hookset = await self._create(
                 sid, project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox,
                 setting_sources=setting_sources, builtin=builtin, mcp_servers=mcp_servers, resume=resume,
+                client_capabilities=client_capabilities,
             )
         finally:
             self._starting.discard(sid)
@@ -236,7 +244,8 @@ class SessionManager:
         return session, hookset
 
     async def load(self, session_id: str, project_dir: str, overrides: dict[str, Any],
-                   mcp_servers: dict[str, Any] | None = None) -> tuple[Session, HookSet]:
+                   mcp_servers: dict[str, Any] | None = None,
+                   client_capabilities: dict[str, Any] | None = None) -> tuple[Session, HookSet]:
         """Resume a past session (by the options it was started with, `overrides` on top) and replay its history
         to the frontend as `session/update`s: the user's prompts, the agent's messages, its tool calls and results."""
         from sidecar.transcript import history_updates
@@ -255,6 +264,7 @@ class SessionManager:
             allowed_tools=options.get("allowedTools"), system_prompt=options.get("systemPrompt"),
             sandbox=options.get("sandbox"), setting_sources=options.get("settingSources"),
             builtin_hooks=options.get("builtinHooks"), mcp_servers=mcp_servers, resume=True,
+            client_capabilities=client_capabilities,
         )
         updates = await anyio.to_thread.run_sync(history_updates, Path(transcript_path(session.context)))
         for update in updates:
@@ -276,6 +286,7 @@ class SessionManager:
         builtin: bool | frozenset[str] = True,
         mcp_servers: dict[str, Any] | None = None,
         resume: bool = False,
+        client_capabilities: dict[str, Any] | None = None,
     ) -> tuple[Session, HookSet]:
         # The SDK import takes ~1 s; on the event loop it would stall every other session and request.
         await anyio.to_thread.run_sync(importlib.import_module, "claude_agent_sdk")
@@ -352,6 +363,23 @@ class SessionManager:
                     "PostCompact", sidecar_payload("PostCompact", context, compact_summary=summary, trigger=trigger), context
                 )
 
+            servers, disallowed, client_tools = dict(mcp_servers or {}), [], {}
+            if client_capabilities:
+                from sidecar.acp.client_tools import SERVER, ClientTools, wanted
+
+                files, terminal = wanted(client_capabilities, sandboxed=sandbox.enabled)
+                if files or terminal:
+                    request = self._request
+
+                    async def ask_client(method: str, params: dict[str, Any]) -> Any:
+                        return await request(method, params, CLIENT_TOOL_TIMEOUT_S)
+
+                    tools = ClientTools(sid, ask_client, str(project), files=files, terminal=terminal)
+                    servers[SERVER] = tools.server_config()
+                    disallowed = tools.replaced
+                client_tools = {"files": files, "terminal": terminal}
+                if client_capabilities.get("terminal") and not terminal:
+                    client_tools["terminalReason"] = "the session's Bash runs in the CLI's OS sandbox"
             config = AgentConfig(
                 project_dir=project,
                 session_id=sid,
@@ -363,7 +391,8 @@ class SessionManager:
                 permission_mode=permission_mode,
                 allowed_tools=list(allowed_tools or []),
                 system_prompt=system_prompt,
-                mcp_servers=dict(mcp_servers or {}),
+                mcp_servers=servers,
+                disallowed_tools=disallowed,
                 resume=sid if resume else None,
             )
             agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
@@ -390,6 +419,7 @@ class SessionManager:
             model=model or model_name or "default",
             current_model=model or model_name or "default",
             permission_mode=permission_mode,
+            client_tools=client_tools,
             sandbox=sandbox,
             settings=settings,
             claude_dir_was_absent=claude_dir_was_absent,

@@ -107,6 +107,9 @@ def plan_entries(tool_input: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
     """The ToolCall fields ACP shows for a call: id, title, kind, locations, diff content and the raw input."""
+    from sidecar.acp.client_tools import builtin_name
+
+    name = builtin_name(name)  # the client's own file and terminal tools show as Claude Code's
     fields: dict[str, Any] = {
         "toolCallId": tool_use_id,
         "title": tool_title(name, tool_input),

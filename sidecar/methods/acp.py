@@ -133,6 +133,7 @@ def _session_meta(session: Any, hookset: Any) -> dict[str, Any]:
                   "dropped": states.count("dropped")},
         "sandbox": session.sandbox.to_wire(),
         "settings": session.settings,
+        "clientTools": session.client_tools or {"files": False, "terminal": False},
     }}
 
 
@@ -170,6 +171,7 @@ def register(app: SidecarApp) -> None:
             setting_sources=options.setting_sources,
             builtin_hooks=options.builtin_hooks,
             mcp_servers=sdk_mcp_servers(params.mcp_servers),
+            client_capabilities=app.acp.client_capabilities if app.acp else None,
         )
         return p.AcpNewSessionResult.model_validate({
             "sessionId": session.session_id, "modes": mode_state(session.permission_mode).wire(),
@@ -182,6 +184,7 @@ def register(app: SidecarApp) -> None:
         session, hookset = await session_manager(app).load(
             params.session_id, _absolute_dir(params.cwd), options.model_dump(by_alias=True),
             mcp_servers=sdk_mcp_servers(params.mcp_servers),
+            client_capabilities=app.acp.client_capabilities if app.acp else None,
         )
         return p.AcpLoadSessionResult.model_validate({
             "modes": mode_state(session.permission_mode).wire(),

@@ -48,8 +48,12 @@ def register(app: SidecarApp) -> None:
         app.state = "initialized"
         # Logged once the answer is on its way: the first log line loads the redaction patterns (hooks.redaction),
         # which the frontend should not wait for.
-        asyncio.get_running_loop().call_soon(
-            logger.info, "initialized by %s %s (%s)", client.get("name"), client.get("version"), app.dialect)
+        loop = asyncio.get_running_loop()
+        loop.call_soon(logger.info, "initialized by %s %s (%s)", client.get("name"), client.get("version"), app.dialect)
+        # Then, with the answer sent, import what the first session needs (sidecar/preimport.py).
+        from sidecar import preimport
+
+        loop.call_later(0.05, preimport.start)
         return result
 
     @app.method("ping")

@@ -30,7 +30,8 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def launch(tmp_path: Path, *args: str):
-    env = dict(os.environ, ORION_DATA_DIR=str(tmp_path / "data"))
+    # No background pre-import of the SDK (sidecar/preimport.py): its ~80 MiB would count as the wire's peak here.
+    env = dict(os.environ, ORION_DATA_DIR=str(tmp_path / "data"), ORION_PREIMPORT="0")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     import sys
 
