@@ -1,4 +1,4 @@
-"""A full session through the official ACP TypeScript SDK (`@agentclientprotocol/sdk`) as the client.
+"""Full sessions through the official ACP TypeScript SDK (`@agentclientprotocol/sdk`) as the client.
 
 tests/acp/node/client.mjs drives the sidecar; the SDK parses every notification and request the sidecar sends with
 its generated zod schemas, and the script parses the answers with the same schemas. The package is installed by
@@ -8,11 +8,11 @@ scripts/bootstrap.sh (`npm ci` in tests/acp/node), so `./dev test` runs this on 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,47 +25,84 @@ pytestmark = [pytest.mark.cli, pytest.mark.slow]
 NODE_DIR = Path(__file__).with_name("node")
 
 
-def run_node_client(tmp_path: Path, *, events: bool, permissions: list[str], scenario: str) -> dict:
+def run_node_client(tmp_path: Path, project_dir: Path, *, events: bool, permissions: list[str],
+                    steps: list[dict[str, Any]]) -> dict:
     node = shutil.which("node")
     assert node, "Node.js is needed for the ACP TypeScript SDK test (scripts/bootstrap.sh installs the package)"
     assert (NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk").is_dir(), (
         "run scripts/bootstrap.sh: it installs tests/acp/node's @agentclientprotocol/sdk")
-    project_dir = project(tmp_path)
     readme = project_dir / "README.md"
     readme.write_text("# hooked\n")
-    trust = subprocess.run([sys.executable, "-m", "hooks", "trust", str(project_dir)], cwd=REPO_ROOT,
-                           env=child_env(tmp_path), capture_output=True, text=True, timeout=60)
     config = {"python": sys.executable, "repo": str(REPO_ROOT), "project": str(project_dir), "events": events,
-              "model": model(scenario), "png": PNG, "readme": readme.as_uri(), "permissions": permissions}
+              "png": PNG, "readme": readme.as_uri(), "permissions": permissions, "steps": steps}
     done = subprocess.run([node, "client.mjs", json.dumps(config)], cwd=NODE_DIR, env=child_env(tmp_path),
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
-    summary["project"] = project_dir
-    summary["trustOutput"] = trust.stdout + trust.stderr
+    assert summary["errors"] == [], (summary["errors"], summary["stderrTail"])
     return summary
 
 
-def test_a_full_session_through_the_typescript_sdk_with_orion_events(tmp_path: Path) -> None:
-    summary = run_node_client(tmp_path, events=True, permissions=["allow_once"], scenario="ask")
-    assert summary["errors"] == [], (summary["errors"], summary["stderrTail"])
-    assert summary["results"]["initialize"]["protocolVersion"] == 1
-    assert summary["results"]["prompt"]["stopReason"] == "end_turn"
-    [asked] = summary["permissions"]
+def results(summary: dict, name: str) -> list[dict]:
+    return [r["value"] for r in summary["results"] if r["name"] == name]
+
+
+def test_a_full_session_through_the_typescript_sdk(tmp_path: Path) -> None:
+    project_dir = project(tmp_path)
+    summary = run_node_client(tmp_path, project_dir, events=True, permissions=["allow_once", "reject_once"], steps=[
+        {"do": "new", "model": model("ask")},
+        {"do": "prompt", "text": "run the probe", "image": True, "link": True},
+        {"do": "mode", "modeId": "acceptEdits"},
+        {"do": "list"},
+    ])
+    assert results(summary, "initialize")[0]["protocolVersion"] == 1
+    assert results(summary, "session/prompt")[0]["stopReason"] == "end_turn"
+    [asked] = summary["permissions"]  # the hook's ask, allowed
     assert "E2E-ASK" in json.dumps(asked["toolCall"]["content"])
-    assert (summary["project"] / "asked-marker").exists()
+    assert (project_dir / "asked-marker").exists()
     kinds = [u["sessionUpdate"] for u in summary["updates"]]
     assert {"tool_call", "tool_call_update", "agent_message_chunk", "current_mode_update"} <= set(kinds)
     assert any(m.startswith("_orion/hook_") for m in summary["extensions"]), summary["extensions"][:5]
     request = json.dumps(model_requests(tmp_path, "ask")[0])
-    assert PNG in request  # the image reached the model
-    assert hook_calls(summary["project"])
+    assert PNG in request and (project_dir / "README.md").as_uri() in request  # the image and the link reached Claude
+    assert results(summary, "session/list")[0]["sessions"][0]["sessionId"] == summary["sessionId"]
 
 
-def test_a_plain_typescript_client_gets_no_orion_events_and_no_errors(tmp_path: Path) -> None:
-    summary = run_node_client(tmp_path, events=False, permissions=["reject_once"], scenario="deny")
-    assert summary["errors"] == [], (summary["errors"], summary["stderrTail"])
+def test_a_plain_typescript_client_sees_a_hook_deny_a_reject_and_no_orion_events(tmp_path: Path) -> None:
+    project_dir = project(tmp_path)
+    summary = run_node_client(tmp_path, project_dir, events=False, permissions=["reject_once"], steps=[
+        {"do": "new", "model": model("deny")},
+        {"do": "prompt", "text": "make the marker"},
+        {"do": "new", "model": model("ask")},
+        {"do": "prompt", "text": "run the probe"},
+    ])
     assert summary["extensions"] == []
-    assert not (summary["project"] / "denied-marker").exists()
+    assert hook_calls(project_dir)
+    assert not (project_dir / "denied-marker").exists() and not (project_dir / "asked-marker").exists()
     failed = [u for u in summary["updates"] if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "failed"]
-    assert failed and "E2E-DENY" in json.dumps(failed)
+    assert len(failed) == 2 and "E2E-DENY" in json.dumps(failed[0])
+    assert len(summary["permissions"]) == 1  # the ask, rejected; the deny needed nobody
+
+
+def test_cancel_load_after_restart_and_an_mcp_server_through_the_typescript_sdk(tmp_path: Path) -> None:
+    project_dir = project(tmp_path)
+    server = {"name": "probe", "command": sys.executable,
+              "args": [str(Path(__file__).with_name("mcp_probe_server.py"))],
+              "env": [{"name": "PROBE_MARKER", "value": str(tmp_path / "mcp-calls.txt")}]}
+    first = run_node_client(tmp_path, project_dir, events=False, permissions=["allow_once"] * 4, steps=[
+        {"do": "new", "model": model("cancel")},
+        {"do": "cancel", "text": "wait a while"},
+        {"do": "new", "model": model("acp_mcp"), "mcpServers": [server]},
+        {"do": "prompt", "text": "use the probe"},
+    ])
+    assert results(first, "session/prompt(cancelled)")[0]["stopReason"] == "cancelled"
+    assert (tmp_path / "mcp-calls.txt").read_text().strip() == "hello from the agent"
+    assert "PROBE-SAYS: HELLO FROM THE AGENT" in json.dumps(first["updates"])
+
+    second = run_node_client(tmp_path, project_dir, events=False, permissions=[], steps=[
+        {"do": "load", "sessionId": first["sessionId"]},
+        {"do": "prompt", "text": "and again"},
+    ])
+    replayed = [u for u in second["updates"] if u["sessionUpdate"] == "user_message_chunk"]
+    assert [u["content"]["text"] for u in replayed][:1] == ["use the probe"]
+    assert results(second, "session/prompt")[0]["stopReason"] == "end_turn"
