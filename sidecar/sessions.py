@@ -623,15 +623,26 @@ def transcript_path(context: SessionContext) -> str:
 
 
 def archive_transcript(transcript: Path, data_dir: Path, session_id: str, keep: int = KEEP_TRANSCRIPTS) -> None:
-    """Keep a scripted session's CLI transcript in `<data>/transcripts/` (0600, the newest ``keep``) for a later load."""
+    """Keep a scripted session's CLI transcript in `<data>/transcripts/` (0600, the newest ``keep``) for a later load.
+
+    Redacted record by record, like everything Orion writes: a secret in a prompt or a tool's output is not kept
+    (a resumed conversation reads `[REDACTED:<kind>]` where it stood).
+    """
     from hooks.private_files import write_private_atomic
+    from hooks.redaction import redact, redact_value
 
     try:
-        data = transcript.read_bytes()
+        text = transcript.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return
+    lines = []
+    for line in text.splitlines():
+        try:
+            lines.append(json.dumps(redact_value(json.loads(line)), ensure_ascii=False, separators=(",", ":")))
+        except ValueError:
+            lines.append(redact(line))
     archive = data_dir / "transcripts"
-    write_private_atomic(archive / f"{session_id}.jsonl", data)
+    write_private_atomic(archive / f"{session_id}.jsonl", ("\n".join(lines) + "\n").encode("utf-8"))
     kept = sorted(archive.glob("*.jsonl"), key=lambda entry: entry.stat().st_mtime, reverse=True)
     for stale in kept[keep:]:
         with contextlib.suppress(OSError):

@@ -322,3 +322,23 @@ async def test_orion_errors_keep_clear_of_acps_codes(tmp_path: Path) -> None:
         with pytest.raises(RequestError) as bad_meta:
             await conn.new_session(cwd=str(tmp_path), mcp_servers=[], orion={"sandbox": "sometimes"})
         assert bad_meta.value.code == -32602 and "_meta" in json.dumps(bad_meta.value.data)
+
+
+async def test_a_loadable_session_keeps_no_secret_its_prompt_carried(tmp_path: Path, monkeypatch) -> None:
+    """The session index (its title) and the kept transcript are Orion's files: a secret in a prompt stays out."""
+    from tests.security.test_redaction_writers import ORDERED, leaks_under
+
+    secret = ORDERED[0].secret
+    project_dir = project(tmp_path)
+    data = tmp_path / "data"
+    monkeypatch.setenv("ORION_DATA_DIR", str(data))
+    async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})
+        await conn.prompt(session_id=session.session_id, prompt=[text_block(f"deploy with {secret} please")])
+        await conn.ext_method("orion/session/end", {"sessionId": session.session_id})
+        listed = await conn.list_sessions()
+    assert secret not in listed.sessions[0].title and "[REDACTED:" in listed.sessions[0].title
+    kept = data / "transcripts" / f"{session.session_id}.jsonl"
+    assert kept.is_file() and "[REDACTED:" in kept.read_text()
+    assert leaks_under(data) == {}
