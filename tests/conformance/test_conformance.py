@@ -11,7 +11,7 @@ from tests.conformance.cases import CASES, KNOWN_DIFFERENCES
 from tests.conformance.compare import differences, load_golden
 from tests.conformance.harness import normalise, run_sidecar
 
-pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
+pytestmark = [pytest.mark.cli]
 
 
 def test_every_known_difference_names_a_case() -> None:
@@ -19,6 +19,7 @@ def test_every_known_difference_names_a_case() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@pytest.mark.asyncio
 async def test_the_sidecar_agrees_with_claude_code(case, tmp_path: Path) -> None:
     root = tmp_path / case.name
     ours = normalise((await run_sidecar(case, root)).to_json(), root)

@@ -124,7 +124,7 @@ async def test_a_cancelled_session_new_closes_its_hook_runner(tmp_path: Path, mo
         closed.append(self)
         await real_aclose(self)
 
-    monkeypatch.setattr(sidecar.sdk_env, "build_model_env", lambda model, data_dir, sid: ({}, None, None))
+    monkeypatch.setattr(sidecar.sdk_env, "build_model_env", lambda model, data_dir, sid, **_: ({}, None, None))
     monkeypatch.setattr(sidecar.agent.AgentSession, "start", start_forever)
     monkeypatch.setattr(HookRunner, "aclose", recording_aclose)
     project = tmp_path / "project"
@@ -157,7 +157,7 @@ async def test_a_session_whose_agent_cannot_start_still_gets_session_end(tmp_pat
     async def start_fails(self: Any) -> None:
         raise RuntimeError("the CLI binary is missing")
 
-    monkeypatch.setattr(sidecar.sdk_env, "build_model_env", lambda model, data_dir, sid: ({}, None, None))
+    monkeypatch.setattr(sidecar.sdk_env, "build_model_env", lambda model, data_dir, sid, **_: ({}, None, None))
     monkeypatch.setattr(sidecar.agent.AgentSession, "start", start_fails)
     monkeypatch.setattr(HookRunner, "fire", recording_fire)
     project = tmp_path / "project"
