@@ -130,6 +130,9 @@ class AgentConfig:
     sandbox: dict[str, Any] | None = None
     # MCP servers the client brought (ACP `mcpServers`), in the SDK's shape: name -> {type, command|url, ...}.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
+    # The hook events the CLI calls back for; None: every event the SDK can deliver. An event no hook listens to
+    # costs the CLI a round trip to the sidecar on every occurrence, for nothing.
+    hook_events: frozenset[str] | None = None
 
 
 @dataclass(slots=True)
@@ -271,6 +274,7 @@ class AgentSession:
                 )
             ]
             for event in SDK_HOOK_EVENTS
+            if cfg.hook_events is None or event in cfg.hook_events
         }
         env, cli_path = self._cli_env_and_path()
         return ClaudeAgentOptions(

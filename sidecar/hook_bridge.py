@@ -34,6 +34,8 @@ class RunnerBridge:
         return budget
 
     async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("CLI callback %s session=%s", event, self.session.session_id)
         # The frontend knows the session by our id; hooks and tracking must too.
         payload["session_id"] = self.session.session_id
         if isinstance(payload.get("tool_name"), str):

@@ -393,6 +393,7 @@ class SessionManager:
                 system_prompt=system_prompt,
                 mcp_servers=servers,
                 disallowed_tools=disallowed,
+                hook_events=callback_events(hookset, pending_context=PENDING_SESSION_CONTEXT in context.state),
                 resume=sid if resume else None,
             )
             agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
@@ -661,3 +662,17 @@ def restore_transcript(transcript: Path, data_dir: Path, session_id: str) -> Non
         return
     private_dir(transcript.parent)
     write_private_atomic(transcript, data)
+
+
+# Hook states that are, or can become within the session (hooks/trust, hooks/reload), hooks that run.
+_LISTENING_STATES = frozenset({"active", "untrusted", "disabled"})
+
+
+def callback_events(hookset: HookSet, *, pending_context: bool) -> frozenset[str]:
+    """The SDK hook events the session's CLI must call the sidecar back for: those some hook of this project
+    listens to (or will, once trusted or re-enabled), and UserPromptSubmit while SessionStart context waits to
+    ride on the first prompt. A hook added later on an event nothing listened to takes effect in the next session."""
+    events = {spec.event for spec in hookset.entries if spec.state in _LISTENING_STATES}
+    if pending_context:
+        events.add("UserPromptSubmit")
+    return frozenset(events)

@@ -1,0 +1,47 @@
+"""The CLI calls the sidecar back only for hook events some hook listens to: a turn with no hooks on an event pays
+no round trip for it (issue 13), and an event with a hook still fires."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.cli]
+
+DEBUG = {"HOOK_DEBUG": "1", "ORION_LOG_LEVEL": "DEBUG"}
+
+
+def fired(stderr: str) -> set[str]:
+    """Every hook event the CLI called the sidecar back for (sidecar/hook_bridge.py logs each at DEBUG)."""
+    return set(re.findall(r"CLI callback (\w+) session=", stderr))
+
+
+async def test_without_hooks_the_cli_calls_back_for_nothing(sidecar) -> None:
+    async with sidecar("notes", trust=False, env=DEBUG) as run:
+        session = await run.new_session("many_tools", builtinHooks=False, allowedTools=["Bash", "Read"])
+        result = await run.prompt(session["sessionId"], "go")
+        await run.end(session["sessionId"])
+        stderr = run.client.stderr_text()
+    assert result["stopReason"] == "end_turn"
+    assert run.updates(session["sessionId"], "tool_call"), "the turn used tools"
+    # No PreToolUse, PostToolUse, UserPromptSubmit or Stop round trip (the CLI never calls back for SessionStart/End:
+    # the sidecar fires those itself).
+    assert fired(stderr) == set(), fired(stderr)
+    assert "DEBUG" in stderr  # the log that would show a callback was on
+
+
+async def test_an_event_with_a_hook_still_calls_back(sidecar) -> None:
+    async with sidecar("notes", trust=False, env=DEBUG) as run:
+        claude = run.project / ".claude"
+        claude.mkdir()
+        (claude / "settings.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": "true", "name": "stop-probe"}]}]}}))
+        await run.trust()
+        session = await run.new_session("plain", builtinHooks=False)
+        await run.prompt(session["sessionId"], "hello")
+        stderr = run.client.stderr_text()
+    assert "Stop" in fired(stderr) and "PreToolUse" not in fired(stderr)
+    ran = [e for e in run.named("hook_response") if e.get("hookName") == "stop-probe"]
+    assert ran and ran[0]["outcome"] == "success"
