@@ -27,7 +27,9 @@ from sidecar.scripted_model.server import ScriptedModelServer, get_or_start, sha
 SCRIPTED_PREFIX = "scripted:"
 SCENARIO_SUFFIXES = (".yaml", ".yml", ".json")
 SCENARIO_MAX_BYTES = 8 * 1024 * 1024
-EXAMPLE_SCENARIOS = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
+# The example scenarios ship inside the package (package data), so `scripted:demo` works from a plain install;
+# examples/scenarios in the repository is a link to this directory.
+EXAMPLE_SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 log = logging.getLogger("sidecar.sdk_env")
 
@@ -65,7 +67,8 @@ OFFLINE_ENV = {
 
 
 def scenario_dirs() -> list[Path]:
-    """Where bare scenario names are looked up: $ORION_SCENARIOS_DIR (if set), then examples/scenarios."""
+    """Where bare scenario names are looked up: $ORION_SCENARIOS_DIR (if set), then the shipped examples
+    (sidecar/scenarios, linked from examples/scenarios)."""
     dirs = []
     if os.environ.get("ORION_SCENARIOS_DIR"):
         dirs.append(Path(os.environ["ORION_SCENARIOS_DIR"]))

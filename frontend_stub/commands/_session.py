@@ -13,17 +13,19 @@ from frontend_stub.session_view import SessionView
 from ipc.errors import RemoteError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO_ROOT / "examples"
+# Shipped as package data (a plain `pip install` has them); the repository's examples/ links here.
+DEMO_PROJECT = Path(__file__).resolve().parents[1] / "demo_project"
 
 
 def scenario_model(scenario: str | None) -> str | None:
-    """`scripted:<abs path>` for a scenario name or file; None means: the real model (the sidecar checks that the
-    CLI has a credential for it: an API key, an auth token, an apiKeyHelper, a login, a cloud provider)."""
+    """`scripted:<name>` for a scenario shipped with the sidecar (the sidecar looks the name up and says if it has
+    none), `scripted:<abs path>` for a file; None means: the real model (the sidecar checks that the CLI has a
+    credential for it: an API key, an auth token, an apiKeyHelper, a login, a cloud provider)."""
     if scenario is None:
         return None
     path = Path(scenario)
-    if not path.suffix:
-        path = EXAMPLES / "scenarios" / f"{scenario}.yaml"
+    if not path.suffix and len(path.parts) == 1:
+        return f"scripted:{scenario}"
     if not path.is_file():
         raise SystemExit(f"orion: no scenario file {path}")
     return f"scripted:{path.resolve()}"
@@ -88,7 +90,7 @@ async def run_session(
     refused: RemoteError | None = None
     results: list[dict[str, Any]] = []
     client = StubClient(view, permission_option)
-    async with spawn_agent_process(client, argv[0], *argv[1:], env=env or dict(os.environ), cwd=str(REPO_ROOT)) as (conn, _):
+    async with spawn_agent_process(client, argv[0], *argv[1:], env=env or dict(os.environ)) as (conn, _):
         await conn.initialize(protocol_version=1,
                               client_capabilities=ClientCapabilities(field_meta={"orion": {"events": True}}))
         scope = {"projectDir": str(project), **({"vaultDir": str(vault)} if vault else {})}

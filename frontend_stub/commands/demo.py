@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from frontend_stub.commands._session import EXAMPLES, run_session, scenario_model
+from frontend_stub.commands._session import DEMO_PROJECT, run_session, scenario_model
 from frontend_stub.session_view import SessionView
 
 NAME = "demo"
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 async def run(args: argparse.Namespace) -> int:
     work = Path(tempfile.mkdtemp(prefix="orion-demo-"))
     project = work / "demo-project"
-    shutil.copytree(EXAMPLES / "demo-project", project)
+    shutil.copytree(DEMO_PROJECT, project)
     env = dict(os.environ)
     # The demo is reproducible: its own data directory (trust store, memory, tracking) and no user settings.
     env["ORION_DATA_DIR"] = str(work / "data")
