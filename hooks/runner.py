@@ -41,6 +41,8 @@ from hooks.types import (
 log = logging.getLogger("hooks")
 
 BACKGROUND_GRACE_S = 2.0  # how long aclose() lets `async: true` hooks finish
+# The most aclose() waits for queued bookkeeping: every hook in it has its own timeout, this only bounds a backlog.
+AFTER_ANSWER_LIMIT_S = 60.0
 _SLACK_S = 0.5  # interpretation, observer and tracking on top of a hook's own timeout
 # Extra time a hook can take past its timeout before it is reaped (process kill grace).
 _KILL_GRACE = {"command": KILL_GRACE_S, "python": KILL_GRACE_S}
@@ -69,6 +71,9 @@ class HookRunner:
         self.data_dir = Path(data_dir) if data_dir else None
         self._tracker = TrackingWriter()
         self._background: set[asyncio.Task[HookResult]] = set()
+        # Built-in bookkeeping run after the answer: one chain per session, so it runs in event order.
+        self._after_tail: dict[str, asyncio.Task[Any]] = {}
+        self._after_tasks: set[asyncio.Task[Any]] = set()
         self._prefix = os.urandom(4).hex()
         self._seq = itertools.count(1)
         self._track_paths: dict[tuple[str, Path | None], tuple[Path, Path, str]] = {}
@@ -100,9 +105,11 @@ class HookRunner:
         payload = _complete(event, payload, session, tool_use_id)
         if self._debug:
             log.debug("fire %s session=%s hooks=%s", event, session.session_id, [s.name for s in specs])
-        foreground = []
+        foreground, after_answer = [], []
         for spec in specs:
-            if spec.run_async:
+            if spec.run_async and spec.builtin:
+                after_answer.append(spec)
+            elif spec.run_async:
                 await self._start_background(spec, event, payload, session, tool_use_id)
             else:
                 foreground.append(spec)
@@ -119,10 +126,45 @@ class HookRunner:
         agg = aggregate(event, results)
         if self._debug:
             log.debug("aggregate %s decision=%s reason=%s", event, agg.decision, agg.reason)
+        if after_answer and not (event in BLOCKING_EVENTS and (agg.blocked or agg.stop_reason is not None)):
+            # What the chain refused never happened: bookkeeping records only what went on, as when it ran inline.
+            self._queue_after_answer(after_answer, event, payload, session, tool_use_id)
         return agg
 
+    def _queue_after_answer(self, specs: list[HookSpec], event: str, payload: dict[str, Any],
+                            session: SessionContext, tool_use_id: str | None) -> None:
+        previous = self._after_tail.get(session.session_id)
+
+        async def run_in_order() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            for spec in specs:
+                await self._execute(spec, event, payload, session, tool_use_id)  # bounded by the hook's timeout
+
+        task = asyncio.get_running_loop().create_task(run_in_order())
+        self._after_tail[session.session_id] = task
+        self._after_tasks.add(task)
+
+        def done(finished: asyncio.Task[Any]) -> None:
+            self._after_tasks.discard(finished)
+            if self._after_tail.get(session.session_id) is finished:
+                del self._after_tail[session.session_id]
+
+        task.add_done_callback(done)
+
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Wait until the bookkeeping queued so far has run (each hook is bounded by its own timeout);
+        False if ``timeout`` ran out first. Readers of what it records call this first (read your own writes)."""
+        pending = [t for t in self._after_tasks if not t.done()]
+        if not pending:
+            return True
+        _done, still = await asyncio.wait(pending, timeout=timeout)
+        return not still
+
     async def aclose(self) -> None:
-        """Let background hooks finish (short grace), kill leftovers, stop the python launchers, flush tracking."""
+        """Let the bookkeeping queue finish (each hook bounded by its timeout) and background hooks too (short grace),
+        kill leftovers, stop the python launchers, flush tracking."""
+        await self.drain(timeout=AFTER_ANSWER_LIMIT_S)
         pending = [t for t in self._background if not t.done()]
         if pending:
             _done, still = await asyncio.wait(pending, timeout=BACKGROUND_GRACE_S)

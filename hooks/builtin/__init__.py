@@ -32,6 +32,10 @@ class BuiltinSpec:
     factory: Callable[[Options, BuiltinEnv], HookFunction]
     matcher: str | None = None
     timeout: float = 10.0
+    # Bookkeeping that decides nothing (it only records): it runs after the answer, off the agent's critical
+    # path, in order per session, and is never dropped (the runner waits for it at session end and before
+    # memory/search reads).
+    after_answer: bool = False
 
 
 # Registration order is execution order for blocking events (docs/BUILTIN_HOOKS.md).
@@ -41,8 +45,8 @@ BUILTIN_HOOKS: tuple[BuiltinSpec, ...] = (
     # lifecycle
     BuiltinSpec("session-continuity", "SessionStart", lifecycle.make_session_continuity, timeout=5),
     BuiltinSpec("precompact-continuity", "PreCompact", lifecycle.make_precompact_continuity, timeout=10),
-    BuiltinSpec("turn-activity", "Stop", lifecycle.make_turn_activity, timeout=5),
-    BuiltinSpec("turn-activity", "PostToolUse", lifecycle.make_file_tracker, matcher=FILE_WRITE_TOOLS, timeout=5),
+    BuiltinSpec("turn-activity", "Stop", lifecycle.make_turn_activity, timeout=5, after_answer=True),
+    BuiltinSpec("turn-activity", "PostToolUse", lifecycle.make_file_tracker, matcher=FILE_WRITE_TOOLS, timeout=5, after_answer=True),
     BuiltinSpec("stale-cache-cleanup", "SessionEnd", lifecycle.make_stale_cache_cleanup, timeout=30),
     # guards
     BuiltinSpec("env-isolation", "PreToolUse", make_env_isolation, matcher="Bash", timeout=5),
@@ -54,14 +58,14 @@ BUILTIN_HOOKS: tuple[BuiltinSpec, ...] = (
     BuiltinSpec("project-detect", "PostToolUse", ctx_hooks.make_project_detect, matcher="Write", timeout=5),
     BuiltinSpec("keyword-context", "UserPromptSubmit", ctx_hooks.make_keyword_context, timeout=5),
     BuiltinSpec("subagent-context", "SubagentStart", ctx_hooks.make_subagent_context, timeout=5),
-    BuiltinSpec("subagent-log", "SubagentStop", ctx_hooks.make_subagent_log, timeout=5),
+    BuiltinSpec("subagent-log", "SubagentStop", ctx_hooks.make_subagent_log, timeout=5, after_answer=True),
     BuiltinSpec("compact-summary", "PostCompact", ctx_hooks.make_compact_summary, timeout=5),
     BuiltinSpec("notification-forward", "Notification", ctx_hooks.make_notification_forward, timeout=5),
     # memory
     BuiltinSpec("memory-context", "SessionStart", memory_hooks.make_memory_context, timeout=10),
-    BuiltinSpec("memory-session", "UserPromptSubmit", memory_hooks.make_memory_session, timeout=10),
-    BuiltinSpec("memory-observe", "PostToolUse", memory_hooks.make_memory_observe, timeout=10),
-    BuiltinSpec("memory-summary", "Stop", memory_hooks.make_memory_summary, timeout=30),
+    BuiltinSpec("memory-session", "UserPromptSubmit", memory_hooks.make_memory_session, timeout=10, after_answer=True),
+    BuiltinSpec("memory-observe", "PostToolUse", memory_hooks.make_memory_observe, timeout=10, after_answer=True),
+    BuiltinSpec("memory-summary", "Stop", memory_hooks.make_memory_summary, timeout=30, after_answer=True),
     BuiltinSpec("memory-complete", "SessionEnd", memory_hooks.make_memory_complete, timeout=10),
 )
 
@@ -94,6 +98,7 @@ def builtin_registry(options: Mapping[str, Mapping[str, Any]] | None = None, *, 
             name=spec.name,
             timeout=float(opts.get("timeout", spec.timeout)),
             builtin=True,
+            run_async=spec.after_answer,
         )
     return registry
 

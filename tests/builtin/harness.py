@@ -44,7 +44,9 @@ class Sandbox:
         body = {"session_id": session_id, "transcript_path": "", "cwd": str(self.project), "hook_event_name": event}
         body.update(payload or {})
         with anyio.fail_after(20):
-            return await self.runner.fire(event, body, self.session(session_id), tool_use_id=tool_use_id)
+            agg = await self.runner.fire(event, body, self.session(session_id), tool_use_id=tool_use_id)
+            await self.runner.drain()  # the bookkeeping built-ins run after the answer: let them finish
+            return agg
 
     async def tool(self, event: str, tool_name: str, tool_input: dict[str, Any], response: Any = None,
                    *, session_id: str = "sess-1") -> AggregateResult:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.builtin.harness import sandbox
@@ -81,8 +83,12 @@ async def test_subagent_hooks_without_a_project(tmp_path):
     async with sandbox(tmp_path) as sb:
         start = await sb.fire("SubagentStart", {"agent_id": "a1", "agent_type": "Explore"})
         stop = await sb.fire("SubagentStop", {"agent_id": "a1", "agent_type": "Explore", "stop_hook_active": False})
+    tracked = (sb.data / "sessions" / "sess-1" / "events.jsonl").read_text()  # flushed when the runner closed
     assert start.additional_context is None
-    assert [r.outcome for r in stop.results] == ["success"] and stop.decision is None
+    # subagent-log is bookkeeping: it ran after the answer (not part of it), and it succeeded.
+    assert stop.results == [] and stop.decision is None
+    [logged] = [json.loads(line) for line in tracked.splitlines() if '"subagent-log"' in line]
+    assert logged["outcome"] == "success"
 
 
 @pytest.mark.asyncio
