@@ -45,6 +45,16 @@ async def trust(conn: Any, project_dir: Path) -> None:
     assert answer["trusted"] is True
 
 
+async def one_session(client: RecordingClient, tmp_path: Path, project_dir: Path, scenario: str, *prompts: str,
+                      events: bool = True, **orion: Any) -> list[Any]:
+    """Launch, trust the project, start a session on `scenario` (`orion`: more `_meta.orion` options), run the
+    prompts in order; returns their answers. The sidecar is gone when it returns."""
+    async with acp_sidecar(client, tmp_path, events=events) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model(scenario), **orion})
+        return [await conn.prompt(session_id=session.session_id, prompt=[text_block(text)]) for text in prompts]
+
+
 async def test_handshake_answers_with_acp_version_capabilities_and_auth_methods(tmp_path: Path, sdk_errors: list) -> None:
     client = RecordingClient()
     async with acp_sidecar(client, tmp_path) as (conn, init):
@@ -124,10 +134,7 @@ async def test_a_session_with_hooks_an_ask_a_hook_deny_and_orion_events(tmp_path
 async def test_a_hook_deny_is_a_failed_tool_call_and_a_reject_stops_the_tool(tmp_path: Path, sdk_errors: list) -> None:
     project_dir = project(tmp_path)
     client = RecordingClient()
-    async with acp_sidecar(client, tmp_path) as (conn, init):
-        await trust(conn, project_dir)
-        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("deny")})
-        await conn.prompt(session_id=session.session_id, prompt=[text_block("make the marker")])
+    await one_session(client, tmp_path, project_dir, "deny", "make the marker")
     assert not (project_dir / "denied-marker").exists()
     [denied] = [u for u in client.of_kind("tool_call_update") if u.get("status") == "failed"]
     assert denied["_meta"]["orion"]["status"] == "denied"
@@ -138,10 +145,7 @@ async def test_a_hook_deny_is_a_failed_tool_call_and_a_reject_stops_the_tool(tmp
     other = tmp_path / "second"
     other.mkdir()
     project_two = project(other)
-    async with acp_sidecar(rejecting, tmp_path) as (conn, init):
-        await trust(conn, project_two)
-        session = await conn.new_session(cwd=str(project_two), mcp_servers=[], orion={"model": model("ask")})
-        await conn.prompt(session_id=session.session_id, prompt=[text_block("run the probe")])
+    await one_session(rejecting, tmp_path, project_two, "ask", "run the probe")
     assert len(rejecting.permission_requests) == 1
     assert not (project_two / "asked-marker").exists()
     assert [u for u in rejecting.of_kind("tool_call_update") if u.get("status") == "failed"]
@@ -151,10 +155,7 @@ async def test_a_hook_deny_is_a_failed_tool_call_and_a_reject_stops_the_tool(tmp
 async def test_a_prompt_a_hook_blocked_ends_the_turn_with_the_reason_shown(tmp_path: Path, sdk_errors: list) -> None:
     project_dir = project(tmp_path)
     client = RecordingClient()
-    async with acp_sidecar(client, tmp_path) as (conn, init):
-        await trust(conn, project_dir)
-        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})
-        result = await conn.prompt(session_id=session.session_id, prompt=[text_block("a forbidden-prompt")])
+    [result] = await one_session(client, tmp_path, project_dir, "plain", "a forbidden-prompt")
     assert result.stop_reason == "end_turn" and result.field_meta["orion"]["stopReason"] == "blocked"
     [notice] = [u for u in client.of_kind("agent_message_chunk") if u.get("_meta", {}).get("orion", {}).get("notice")]
     assert "E2E-PROMPT-BLOCKED" in notice["content"]["text"]
@@ -166,10 +167,7 @@ async def test_a_prompt_a_hook_blocked_ends_the_turn_with_the_reason_shown(tmp_p
 async def test_a_plain_client_gets_no_orion_events_and_the_sdk_logs_no_error(tmp_path: Path, sdk_errors: list) -> None:
     project_dir = project(tmp_path)
     client = RecordingClient(answer=lambda request: "allow_once")
-    async with acp_sidecar(client, tmp_path, events=False) as (conn, init):
-        await trust(conn, project_dir)
-        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("ask")})
-        await conn.prompt(session_id=session.session_id, prompt=[text_block("run the probe")])
+    await one_session(client, tmp_path, project_dir, "ask", "run the probe", events=False)
     assert hook_calls(project_dir), "the project's hooks ran"
     assert client.extensions == []
     assert client.of_kind("tool_call")
