@@ -56,7 +56,8 @@ def test_the_test_suite_never_reads_the_machines_own_claude_settings(project):
 # --------------------------------------------------------------------------- order and policy
 
 
-def test_order_is_builtin_user_claude_user_vault_project_local_then_programmatic(project, tmp_path):
+def test_sources_concatenate_in_documented_order_then_programmatic(project, tmp_path):
+    """builtin, user, claude-user, vault, project, local, then programmatic; every listing row has the same keys."""
     assert SOURCE_ORDER == ("builtin", "user", "claude-user", "vault", "project", "local")
     builtin = write_json(tmp_path / "builtin.json", settings("Stop", cmd("echo b", name="b")))
     user = write_json(tmp_path / "user.json", settings("Stop", {"type": "prompt", "prompt": "u", "name": "u"}))
@@ -76,6 +77,10 @@ def test_order_is_builtin_user_claude_user_vault_project_local_then_programmatic
     assert [(s.name, s.source) for s in hs.entries] == [
         ("b", "builtin"), ("u", "user"), ("c", "claude-user"), ("v", "vault"), ("p", "project"), ("l", "local"),
         ("prog", "programmatic")]
+    first = hs.to_listing()[0]
+    assert set(first) == {"id", "name", "event", "matcher", "type", "source", "sourceFile", "state", "reason",
+                          "timeout", "failClosed", "async", "runs"}
+    assert first["sourceFile"] == str(builtin) and first["state"] == "active"
     row = next(r for r in hs.to_listing() if r["name"] == "c")
     assert row["source"] == "claude-user" and row["sourceFile"] == str(claude_user)
     assert row["state"] == "active" and row["reason"] is None

@@ -17,28 +17,6 @@ def _marker_hook(project, name="marker"):
     return cmd(f"touch {marker}", name=name), marker
 
 
-def test_sources_concatenate_in_documented_order_then_programmatic(project, tmp_path):
-    builtin = write_json(tmp_path / "builtin.json", settings("Stop", cmd("echo b", name="b")))
-    user = write_json(tmp_path / "user.json", settings("Stop", {"type": "prompt", "prompt": "u", "name": "u"}))
-    vault = tmp_path / "vault"
-    write_json(vault / ".orion" / "settings.json", settings("Stop", {"type": "prompt", "prompt": "v", "name": "v"}))
-    project.settings(settings("Stop", cmd("echo p", name="p")))
-    project.settings(settings("Stop", cmd("echo l", name="l")), local=True)
-    reg = HookRegistry()
-
-    @reg.hook("Stop", name="prog")
-    async def prog(inp, ctx):
-        return None
-
-    hs = project.load(registry=reg, vault=vault, builtin_settings=builtin, user_settings=user)
-    assert [(s.name, s.source) for s in hs.entries] == [
-        ("b", "builtin"), ("u", "user"), ("v", "vault"), ("p", "project"), ("l", "local"), ("prog", "programmatic")
-    ]
-    row = hs.to_listing()[0]
-    assert set(row) == {"id", "name", "event", "matcher", "type", "source", "sourceFile", "state", "reason", "timeout", "failClosed", "async", "runs"}
-    assert row["sourceFile"] == str(builtin) and row["state"] == "active"
-
-
 def test_vault_command_hook_is_dropped_and_vault_prompt_hook_survives(project, tmp_path):
     vault = tmp_path / "vault"
     vfile = write_json(vault / ".orion" / "settings.json", {"hooks": {"UserPromptSubmit": [{"hooks": [
