@@ -258,7 +258,9 @@ class RequestPermissionParams(WireModel):
     session_id: str
     tool_use_id: str
     tool_name: str
-    tool_input: dict[str, Any]
+    tool_input: dict[str, Any]  # exactly what will run (a hook's rewrite included)
+    # The call as a person reads it: the agent's own command (without env-isolation's `unset …;` prefix), the file.
+    title: str | None = None
     reason: str | None = None
     options: list[PermissionOption]
 

@@ -57,11 +57,14 @@ class PermissionBroker:
             return PermissionAnswer(True)
         if tool_name in self.always_rejected:
             return PermissionAnswer(False, message=f"The user rejected every use of {tool_name} in this session.")
+        from sidecar.acp.tools import tool_title
+
         params: dict[str, Any] = {
             "sessionId": self.session_id,
             "toolUseId": tool_use_id or "",
             "toolName": tool_name,
-            "toolInput": tool_input,
+            "toolInput": tool_input,  # exactly what will run
+            "title": tool_title(tool_name, tool_input),  # what the agent asked for, as a person reads it
             "options": PERMISSION_OPTIONS,
         }
         if reason:

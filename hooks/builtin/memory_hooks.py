@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import anyio.to_thread
 
 from hooks.builtin.common import BuiltinEnv, Options, as_text, clip, context
+from hooks.builtin.env_isolation import display_command
 from hooks.builtin.transcript import last_messages
 from hooks.memory.identity import ProjectIdentity, project_identity
 from hooks.memory.store import MemoryStore, memory_db_path, open_store
@@ -162,7 +163,11 @@ def make_memory_observe(opts: Options, env: BuiltinEnv) -> HookFunction:
             return None
         def observation() -> str:
             # Stripping and redaction are CPU work on up to megabytes of output: done in the worker thread.
-            tool_input = clean_value(payload.get("tool_input"), input_chars)
+            raw_input = payload.get("tool_input")
+            if tool == "Bash" and isinstance(raw_input, dict) and isinstance(raw_input.get("command"), str):
+                # What the agent ran, as it wrote it: not env-isolation's `unset …;` prefix (hooks/builtin).
+                raw_input = {**raw_input, "command": display_command(raw_input["command"])}
+            tool_input = clean_value(raw_input, input_chars)
             response = clean_value(payload.get("tool_response"), response_chars)
             return f"{tool} {tool_input}\n-> {response}".strip()
 

@@ -31,6 +31,9 @@ def tool_kind(name: str) -> str:
 
 def tool_title(name: str, tool_input: dict[str, Any]) -> str:
     """A one-line title: the command, the file or the pattern, as a person would name the call."""
+    from sidecar.acp.client_tools import builtin_name
+
+    name = builtin_name(name)
     get = tool_input.get
     path = get("file_path") or get("notebook_path") or get("path")
     if name == "Bash":
