@@ -23,8 +23,13 @@ from hooks.types import ALL_EVENTS, HookProgress, HookResult, HookStarted, Sessi
 def _load(args: argparse.Namespace) -> HookSet:
     project = Path(args.project).resolve()
     vault = Path(args.vault).resolve() if args.vault else None
+    return _project_hookset(project, vault, builtin=not args.no_builtin)
+
+
+def _project_hookset(project: Path, vault: Path | None = None, *, builtin: bool = True) -> HookSet:
+    """The one analysis of a project's hooks (what `list`, `hooks/list` and session/new see)."""
     registry = default_registry
-    if not args.no_builtin:
+    if builtin:
         try:
             from hooks.builtin import builtin_registry
 
@@ -153,28 +158,77 @@ def cmd_test(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    path = Path(args.file)
+# Problems the shared analysis reports as warnings (the hook still loads, and fails when it runs) that `validate`
+# counts as errors: a hook that can never work is what a settings author asks validate to catch.
+_FAILS_EVERY_TIME = ("will fail every time it runs", "is not executable", "is a directory, not an executable")
+
+
+def _owning_project(path: Path) -> tuple[Path, str] | None:
+    """(project, source kind) for `<project>/.claude/settings.json` / `settings.local.json` / `hook-overrides.json`."""
+    resolved = path.resolve()
+    if resolved.parent.name != ".claude":
+        return None
+    kinds = {"settings.json": "project", "settings.local.json": "local", "hook-overrides.json": "overrides"}
+    kind = kinds.get(resolved.name)
+    return (resolved.parent.parent, kind) if kind else None
+
+
+def validate_file(path: Path) -> tuple[list[str], list[str], int]:
+    """(errors, warnings, valid entries) for one settings or overrides file, by the same analysis `hooks list`,
+    `hooks/list` and `session/new` use (hooks.hookset.load_hookset) when the file is a project's."""
     data, error, exists = read_json(path)
     if not exists:
-        print(f"error: {path} does not exist", file=sys.stderr)
-        return 1
+        return [f"{path} does not exist"], [], 0
     if error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return [error], [], 0
+    owner = _owning_project(path)
     if path.name == "hook-overrides.json":
         _names, problems = read_overrides(path)
-        for p in problems:
-            print(f"error: {p}", file=sys.stderr)
-        return 1 if problems else 0
+        errors = list(problems)
+        warnings = []
+        if owner is not None:
+            hookset = _project_hookset(owner[0])
+            warnings = [w for w in hookset.warnings if "hook-overrides" in w or "override" in w.lower()]
+        return errors, warnings, 0
     parsed = parse_settings(data, path, hooks_dir=path.parent / "hooks")
-    for e in parsed.errors:
-        print(f"error: {e}", file=sys.stderr)
-    for w in parsed.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+    errors, warnings = list(parsed.errors), list(parsed.warnings)
     valid = sum(1 for e in parsed.entries if e.config is not None)
-    print(f"{path}: {valid} valid hook entr{'y' if valid == 1 else 'ies'}, {len(parsed.errors)} error(s)")
-    return 1 if parsed.errors else 0
+    if owner is None:
+        return errors, warnings, valid
+    hookset = _project_hookset(owner[0])
+    resolved = path.resolve()
+    mine = [spec for spec in hookset.entries if spec.source_file is not None and Path(spec.source_file).resolve() == resolved]
+    file_warnings = [w for w in hookset.warnings if w.startswith(str(resolved)) or w.startswith(str(path))]
+    for spec in mine:
+        if spec.state != "invalid":
+            continue
+        # The analysis's own line names the file and the JSON path; fall back to the hook's name.
+        said = [w for w in file_warnings if spec.reason and str(spec.reason) in w]
+        errors.extend(said or [f"{path}: hook {spec.name!r} ({spec.event}): {spec.reason}"])
+    for warning in file_warnings:
+        if warning in errors:
+            continue
+        if any(marker in warning for marker in _FAILS_EVERY_TIME):
+            errors.append(warning)
+        elif warning not in warnings:
+            warnings.append(warning)
+    errors = list(dict.fromkeys(errors))
+    valid = sum(1 for spec in mine if spec.state != "invalid")
+    return errors, warnings, valid
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    errors, warnings, valid = validate_file(path)
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{path}: {valid} valid hook entr{'y' if valid == 1 else 'ies'}, {len(errors)} error(s), "
+          f"{len(warnings)} warning(s)")
+    if errors:
+        return 1
+    return 1 if (args.strict and warnings) else 0
 
 
 def cmd_trust(args: argparse.Namespace) -> int:
@@ -218,8 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     common(p)
     p.set_defaults(func=cmd_test)
 
-    p = sub.add_parser("validate", help="check a settings.json (or hook-overrides.json) file")
+    p = sub.add_parser("validate", help="check a settings.json (or hook-overrides.json) file; exit 1 on errors "
+                                        "(a project's file gets the same analysis as `list` and session/new)")
     p.add_argument("file")
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("trust", help="trust what the project's hooks run, as listed (after reviewing them)")

@@ -69,6 +69,9 @@ class SessionNewResult(WireModel):
     hooks: HookCounts
     sandbox: SandboxInfo
     settings: SettingsInfo
+    # What the hook analysis found in the settings files (file, JSON path, problem, fix), as `hooks/list` and
+    # `python -m hooks validate` report it; also sent as `log` events. The session starts regardless.
+    warnings: list[str] = Field(default_factory=list)
 
 
 class SessionPromptParams(WireModel):

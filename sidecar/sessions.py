@@ -311,6 +311,13 @@ class SessionManager:
 
         claude_dir_was_absent = not (project / ".claude").exists()
         hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir, builtin)
+        for warning in hookset.warnings:
+            # The settings files' problems, where the frontend shows the log (the session starts regardless),
+            # redacted like every log record (a warning may quote a hook's command).
+            from hooks.redaction import redact
+
+            await self._notify("log", {"level": "warning", "logger": "hooks", "message": redact(warning),
+                                       "data": {"sessionId": sid, "projectDir": str(project)}})
         settings = cli_setting_sources(setting_sources, hookset)
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
         cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)

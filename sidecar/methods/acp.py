@@ -134,6 +134,7 @@ def _session_meta(session: Any, hookset: Any) -> dict[str, Any]:
         "sandbox": session.sandbox.to_wire(),
         "settings": session.settings,
         "clientTools": session.client_tools or {"files": False, "terminal": False},
+        "warnings": list(hookset.warnings),
     }}
 
 

@@ -36,6 +36,7 @@ def register(app: SidecarApp) -> None:
             ),
             sandbox=p.SandboxInfo.model_validate(session.sandbox.to_wire()),
             settings=p.SettingsInfo.model_validate(session.settings),
+            warnings=list(hookset.warnings),
         )
 
     @app.method("session/prompt")

@@ -50,3 +50,20 @@ def test_a_timeout_and_an_unusable_answer_are_warnings_that_say_what_followed() 
     assert hook_notice(_result(outcome="success")) is None
     said = hook_notice(_result(outcome="success", output=HookOutput(systemMessage="hello user")))
     assert said["text"] == "hello user" and said["level"] == "info"
+
+
+@pytest.mark.asyncio
+@pytest.mark.cli
+async def test_session_new_reports_the_settings_problems_and_still_starts(sidecar) -> None:
+    import json
+
+    async with sidecar("notes", trust=False) as run:
+        claude = run.project / ".claude"
+        claude.mkdir()
+        (claude / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash(", "hooks": [
+            {"type": "command", "command": "true"}]}]}}))
+        session = await run.new_session("plain")
+        logged = await run.wait_event(lambda e: e.name == "log" and "Bash(" in e.params.get("message", ""))
+    [warning] = [w for w in session["warnings"] if "Bash(" in w]
+    assert "$.hooks.PreToolUse[0]" in warning and "not a valid regular expression" in warning
+    assert logged.params["level"] == "warning" and logged.params["data"]["sessionId"] == session["sessionId"]
