@@ -430,12 +430,12 @@ class AvailableCommandsUpdate(WireModel):
 
 class NoticeUpdate(WireModel):
     """What Claude Code shows the user beside the conversation: a hook's `systemMessage`, a prompt a hook blocked,
-    a hook that failed or timed out, a tool call a hook or the user denied."""
+    a hook that failed or timed out, an MCP server that failed to start."""
 
     session_update: Literal["notice"]
     level: Literal["info", "warning", "error"]
     text: str
-    source: Literal["hook", "permission"]
+    source: Literal["hook", "permission", "mcp"]
     event: str | None = None
     hook_name: str | None = None
     tool_use_id: str | None = None

@@ -464,6 +464,12 @@ class AgentSession:
         elif isinstance(message, SystemMessage):
             if message.subtype == "init":
                 self.cli_session_id = message.data.get("session_id")
+                for server in message.data.get("mcp_servers") or []:
+                    if isinstance(server, dict) and server.get("status") == "failed":
+                        # A server that did not start must not stop the session, nor go unseen.
+                        await self._emit({"sessionUpdate": "notice", "level": "warning", "source": "mcp",
+                                          "text": f"MCP server {server.get('name')!r} failed to start; its tools are "
+                                                  "not available in this session."})
                 commands = available_commands(message.data.get("slash_commands"), self.config.project_dir)
                 if commands is not None and commands != self._commands_sent:
                     self._commands_sent = commands

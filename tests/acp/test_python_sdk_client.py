@@ -340,3 +340,17 @@ async def test_a_loadable_session_keeps_no_secret_its_prompt_carried(tmp_path: P
     kept = data / "transcripts" / f"{session.session_id}.jsonl"
     assert kept.is_file() and "[REDACTED:" in kept.read_text()
     assert leaks_under(data) == {}
+
+
+async def test_an_mcp_server_that_fails_to_start_is_named_and_the_session_goes_on(tmp_path: Path) -> None:
+    project_dir = project(tmp_path)
+    broken = McpServerStdio(name="broken", command=str(tmp_path / "no-such-server"), args=[], env=[])
+    client = RecordingClient()
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[broken], orion={"model": model("plain")})
+        result = await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
+    assert result.stop_reason == "end_turn"
+    notices = [u for u in client.of_kind("agent_message_chunk") if u.get("_meta", {}).get("orion", {}).get("notice")]
+    assert any("'broken' failed to start" in n["content"]["text"] for n in notices), client.updates
+    assert notices[0]["_meta"]["orion"]["notice"]["source"] == "mcp"
