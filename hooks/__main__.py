@@ -231,6 +231,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if (args.strict and warnings) else 0
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    from hooks.stats import format_table, hook_stats, parse_since
+
+    try:
+        since, until = parse_since(args.since), parse_since(args.until)
+        rows = hook_stats(Path(args.data_dir) if args.data_dir else data_dir(), session_id=args.session,
+                          project_dir=Path(args.project).resolve() if args.project else None, since=since, until=until)
+    except ValueError as exc:  # a bad time or session id: one line, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"hooks": rows}, indent=2) if args.json else format_table(rows))
+    return 0
+
+
 def cmd_trust(args: argparse.Namespace) -> int:
     project = Path(args.project).resolve()
     vault = Path(args.vault).resolve() if args.vault else None
@@ -263,6 +277,16 @@ def main(argv: list[str] | None = None) -> int:
     common(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("stats", help="per hook, from the tracking files: runs, p50/p95 duration, failures, timeouts, "
+                                     "blocks (slowest first)")
+    p.add_argument("--session", default=None, help="one session's records")
+    p.add_argument("--project", default=None, help="one project's records (every session in it)")
+    p.add_argument("--since", default=None, help="30m, 2h, 7d or an ISO time (UTC)")
+    p.add_argument("--until", default=None, help="as --since")
+    p.add_argument("--data-dir", default=None, help="Orion's data directory (default: $ORION_DATA_DIR or its default)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("test", help="fire one event through the real executors and print every result and the aggregate")
     p.add_argument("event", choices=ALL_EVENTS)

@@ -221,6 +221,34 @@ class HooksTestResult(WireModel):
     results: list[dict[str, Any]]
 
 
+class HooksStatsParams(WireModel):
+    """Which records: one session's, one project's, or all; optionally a time range (`30m`, `7d`, ISO 8601 UTC)."""
+
+    session_id: str | None = None
+    project_dir: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+
+class HookStatsRow(WireModel):
+    name: str
+    event: str
+    runs: int
+    p50_ms: float = Field(alias="p50Ms")
+    p95_ms: float = Field(alias="p95Ms")
+    max_ms: float = Field(alias="maxMs")
+    failures: int
+    timeouts: int
+    blocks: int
+    cancelled: int
+
+
+class HooksStatsResult(WireModel):
+    """Slowest (p95) first."""
+
+    hooks: list[HookStatsRow]
+
+
 # --------------------------------------------------------------------------- memory
 
 

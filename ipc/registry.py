@@ -89,6 +89,8 @@ METHODS: dict[str, MethodSpec] = dict([
     _m("hooks/reload", "HookScope", "HooksListResult", "Reload hook settings from disk; answers like `hooks/list`."),
     _m("hooks/trust", "HooksTrustParams", "HooksTrustResult", "Trust a project's hooks as they are now."),
     _m("hooks/test", "HooksTestParams", "HooksTestResult", "Fire an event with a payload through the hook engine, no agent."),
+    _m("hooks/stats", "HooksStatsParams", "HooksStatsResult",
+       "Per hook, from the tracking records: runs, p50/p95/max duration, failures, timeouts, blocks."),
     _m("memory/search", "MemorySearchParams", "MemorySearchResult", "Search remembered prompts, observations and summaries."),
 ])
 

@@ -91,6 +91,23 @@ def register(app: SidecarApp) -> None:
                 await anyio.to_thread.run_sync(session.runner.reload)
         return p.HooksTrustResult(trusted=trusted, hash=digest)
 
+    @app.method("hooks/stats")
+    async def hooks_stats(params: p.HooksStatsParams, call: CallContext) -> dict:
+        from hooks.stats import hook_stats, parse_since
+        from sidecar.sessions import existing_dir
+
+        manager = session_manager(app)
+        try:
+            since, until = parse_since(params.since), parse_since(params.until)
+        except ValueError as exc:
+            raise InvalidParams(str(exc), data={"since": params.since, "until": params.until}) from None
+        project = existing_dir(params.project_dir, "projectDir") if params.project_dir else None
+        for session in manager.live_sessions():  # what live sessions tracked so far is counted too
+            await anyio.to_thread.run_sync(session.runner.flush_tracking)
+        rows = await anyio.to_thread.run_sync(lambda: hook_stats(
+            manager.settings.data_dir, session_id=params.session_id, project_dir=project, since=since, until=until))
+        return {"hooks": rows}
+
     @app.method("hooks/test")
     async def hooks_test(params: p.HooksTestParams, call: CallContext) -> dict:
         from hooks.runner import HookRunner
