@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,14 @@ from hooks.manifest import INTERPRETER, SCRIPT_SUFFIXES, Manifest, build_manifes
 from hooks.sources import SourcePaths, read_overrides, read_settings
 from hooks.trust import TrustStatus, TrustStore
 from hooks.types import HookFunction
+
+# Words a POSIX shell (sh -c) runs itself: no PATH lookup to fail.
+_SHELL_WORDS = frozenset({
+    ".", ":", "[", "[[", "alias", "bg", "break", "case", "cd", "command", "continue", "echo", "eval", "exec", "exit",
+    "export", "false", "fc", "fg", "for", "getopts", "hash", "if", "jobs", "kill", "printf", "pwd", "read",
+    "readonly", "return", "set", "shift", "source", "test", "times", "trap", "true", "type", "ulimit", "umask",
+    "unalias", "unset", "until", "wait", "while",
+})
 
 log = logging.getLogger("hooks")
 
@@ -514,7 +523,10 @@ class _Builder:
         # A mistyped path that silently disables a security gate is the failure users hate most: say so at load.
         self._check_interpreter_script(spec, command, where)
         word = first_word(command)
-        if not word or "/" not in word:
+        if word and "/" not in word:
+            self._check_bare_program(spec, word, where)
+            return
+        if not word:
             return
         word = expand_project_dir(word, self.paths.project_dir)
         path = Path(word).expanduser()
@@ -531,6 +543,17 @@ class _Builder:
         self.warnings.append(f"{where}: {msg}")
         spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
 
+
+    def _check_bare_program(self, spec: HookSpec, word: str, where: str) -> None:
+        # `audit.sh` (a legacy bare name, or a typo) that is neither a shell word nor on PATH: the shell answers 127.
+        if word in _SHELL_WORDS or word.startswith(("$", "(", "{", "!")) or "=" in word or any(c in word for c in "*?[`"):
+            return
+        if shutil.which(word) is not None:
+            return
+        msg = (f"program {word!r} is not on PATH nor a shell builtin; hook {spec.name!r} will fail every time it "
+               f"runs (exit 127; give a path, e.g. \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/{word})")
+        self.warnings.append(f"{where}: {msg}")
+        spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
 
     def _check_interpreter_script(self, spec: HookSpec, command: str, where: str) -> None:
         # `python3 hooks/gate.py` with a typo: python exits 2, which hook semantics read as "block".

@@ -60,3 +60,13 @@ def test_a_good_file_passes_and_strict_fails_on_warnings(tmp_path: Path) -> None
     relaxed = validate(".claude/hook-overrides.json", cwd=project)
     assert relaxed.returncode == 0 and "no-such-hook" in relaxed.stderr and "1 warning(s)" in relaxed.stdout
     assert validate("--strict", ".claude/hook-overrides.json", cwd=project).returncode == 1
+
+
+def test_a_bare_program_that_is_nowhere_is_an_error_and_shell_words_are_not(tmp_path: Path) -> None:
+    project = project_with(tmp_path, {"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": "audit-typo.sh --strict"},
+        {"type": "command", "command": "echo ok && true"},
+        {"type": "command", "command": "LC_ALL=C sh -c true"}]}]}})
+    done = validate(".claude/settings.json", cwd=project)
+    assert done.returncode == 1 and "1 error(s)" in done.stdout, done
+    assert "'audit-typo.sh' is not on PATH" in done.stderr and "$.hooks.Stop[0].hooks[0]" in done.stderr
