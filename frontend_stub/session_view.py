@@ -76,6 +76,10 @@ class SessionView:
         elif name == "notification":
             self.line(f"notice  ▸ {params.get('title') or ''} {_compact(params.get('message', ''))}".rstrip())
 
+    def show_result(self, result: dict[str, Any]) -> None:
+        """A prompt's answer (Orion's fields: stopReason, numTurns, durationMs, ...)."""
+        self._update({"sessionUpdate": "result", **result})
+
     def show_acp_update(self, update: dict[str, Any]) -> None:
         """One ACP `session/update` (the stub speaks ACP through the official SDK), shown like Orion's own."""
         self.stats.events += 1

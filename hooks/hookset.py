@@ -170,6 +170,12 @@ class HookSet:
     def by_name(self, name: str) -> list[HookSpec]:
         return [s for s in self.entries if s.name == name]
 
+    def counts(self) -> dict[str, int]:
+        """How many hooks are active, wait for trust, or were dropped by policy (what session/new reports)."""
+        states = [spec.state for spec in self.entries]
+        return {"active": states.count("active"), "untrusted": states.count("untrusted"),
+                "dropped": states.count("dropped")}
+
     @property
     def needs_trust(self) -> bool:
         return any(s.state == "untrusted" for s in self.entries)

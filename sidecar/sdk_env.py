@@ -156,15 +156,22 @@ def build_model_env(
         # One CLI home per session: the CLI writes ~/.claude.json and transcripts there, and two
         # sessions rewriting one config file at once is a race we do not need.
         return offline_env(url, Path(data_dir) / "cli-home" / session_id), None, shared_server(scenario)
+    credential = real_model_credential(setting_sources)
+    # The source's name and where it was found, never its value.
+    log.info("session %s: model %s, credential %s", session_id, model or "(the CLI's default)", credential)
+    return {}, (model or None), None
+
+
+def real_model_credential(setting_sources: Iterable[str] | None = None) -> object:
+    """The credential a real-model CLI would authenticate with (its source, never its value), or NoCredential
+    naming what to set. What `session/new` and ACP's `authenticate` both check."""
     # What the CLI will see: the allow-listed environment (HOME and CLAUDE_CONFIG_DIR locate its settings and login).
     env = cli_environment({})
     user = setting_sources is None or "user" in setting_sources
     credential = find_credential(env, user_settings=user)
     if credential is None:
         raise NoCredential(missing_credential_message(env, user_settings=user))
-    # The source's name and where it was found, never its value.
-    log.info("session %s: model %s, credential %s", session_id, model or "(the CLI's default)", credential)
-    return {}, (model or None), None
+    return credential
 
 
 # --------------------------------------------------------------------------- the CLI's environment

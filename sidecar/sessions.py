@@ -191,6 +191,14 @@ class SessionManager:
             raise SessionNotFound(f"session {session_id} has ended", data={"sessionId": session_id, "state": "ended"})
         raise SessionNotFound(f"no session {session_id}", data={"sessionId": session_id})
 
+    def live(self, session_id: str) -> Session:
+        """A session that can still take requests; one whose end is under way answers like an ended one."""
+        session = self.get(session_id)
+        if session.state == "ended":
+            # Still listed as live while session/end runs its SessionEnd hooks and closes the agent.
+            raise SessionNotFound(f"session {session_id} has ended", data={"sessionId": session_id, "state": "ended"})
+        return session
+
     def list(self) -> list[dict[str, Any]]:
         return [s.info() for s in (*self._sessions.values(), *self._ended.values())]
 
@@ -311,11 +319,11 @@ class SessionManager:
 
         claude_dir_was_absent = not (project / ".claude").exists()
         hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir, builtin)
+        from hooks.redaction import redact
+
         for warning in hookset.warnings:
             # The settings files' problems, where the frontend shows the log (the session starts regardless),
             # redacted like every log record (a warning may quote a hook's command).
-            from hooks.redaction import redact
-
             await self._notify("log", {"level": "warning", "logger": "hooks", "message": redact(warning),
                                        "data": {"sessionId": sid, "projectDir": str(project)}})
         settings = cli_setting_sources(setting_sources, hookset)
@@ -323,8 +331,7 @@ class SessionManager:
         cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)
         config_dir = cli_config_dir(cli_env)
         if resume:
-            folder = re.sub(r"[^A-Za-z0-9]", "-", str(project))
-            transcript = config_dir / "projects" / folder / f"{sid}.jsonl"
+            transcript = cli_transcript(config_dir, project, sid)
             if model and model.startswith("scripted:"):
                 await anyio.to_thread.run_sync(restore_transcript, transcript, data_dir, sid)
             if not transcript.is_file():
@@ -442,10 +449,7 @@ class SessionManager:
 
     async def prompt(self, session_id: str, text: str, blocks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """Run one prompt; ``blocks`` (Claude content blocks, e.g. with images) replace ``text`` as what is sent."""
-        session = self.get(session_id)
-        if session.state == "ended":
-            # Still listed as live while session/end runs its SessionEnd hooks and closes the agent.
-            raise SessionNotFound(f"session {session_id} has ended", data={"sessionId": session_id, "state": "ended"})
+        session = self.live(session_id)
         if session.state == "running":
             raise SessionBusy(f"session {session_id} is already running a prompt", data={"sessionId": session_id})
         session.state = "running"
@@ -460,9 +464,7 @@ class SessionManager:
 
     async def set_mode(self, session_id: str, mode: str) -> None:
         """Switch the session's permission mode (the user's choice, from the client); a `current_mode_update` follows."""
-        session = self.get(session_id)
-        if session.state == "ended":
-            raise SessionNotFound(f"session {session_id} has ended", data={"sessionId": session_id, "state": "ended"})
+        session = self.live(session_id)
         await session.agent.set_permission_mode(mode)
         session.permission_mode = mode
         await self._notify("session/update", {"sessionId": session_id,
@@ -470,9 +472,7 @@ class SessionManager:
 
     async def set_model(self, session_id: str, model: str) -> Session:
         """Switch the model of the session's next turns (the user's choice); "default" is the CLI's own default."""
-        session = self.get(session_id)
-        if session.state == "ended":
-            raise SessionNotFound(f"session {session_id} has ended", data={"sessionId": session_id, "state": "ended"})
+        session = self.live(session_id)
         await session.agent.set_model(None if model == "default" else model)
         session.current_model = model
         return session
@@ -620,14 +620,16 @@ def cli_config_dir(env: dict[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home()) / ".claude"
 
 
-def transcript_path(context: SessionContext) -> str:
+def cli_transcript(config_dir: Path, project: Path, session_id: str) -> Path:
     """`<config>/projects/<project path, non-alphanumerics as ->/<session id>.jsonl`: where the CLI writes it."""
+    return config_dir / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(project)) / f"{session_id}.jsonl"
+
+
+def transcript_path(context: SessionContext) -> str:
+    """The session's CLI transcript (what hooks get as `transcript_path`); "" when the CLI's config is unknown."""
     if context.cli_config_dir is None:
         return ""
-    folder = re.sub(r"[^A-Za-z0-9]", "-", str(context.project_dir))
-    return str(context.cli_config_dir / "projects" / folder / f"{context.session_id}.jsonl")
-
-
+    return str(cli_transcript(context.cli_config_dir, context.project_dir, context.session_id))
 
 
 def archive_transcript(transcript: Path, data_dir: Path, session_id: str, keep: int = KEEP_TRANSCRIPTS) -> None:

@@ -126,7 +126,7 @@ async def run_session(
             for prompt in prompts:
                 answer = await conn.prompt(session_id=new.session_id, prompt=[text_block(prompt)])
                 result = {"stopReason": answer.stop_reason, **((answer.field_meta or {}).get("orion") or {})}
-                view._update({"sessionUpdate": "result", **result})
+                view.show_result(result)
                 results.append(result)
             ended = await conn.ext_method("orion/session/end", {"sessionId": new.session_id, "reason": "other"})
             view.line(f"session ▸ ended; {ended['hooksRan']} SessionEnd hook(s) ran")

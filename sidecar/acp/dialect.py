@@ -14,11 +14,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sidecar.acp.tools import plan_entries, tool_call_fields
+from sidecar.app import EXT_PREFIX
 
 # Orion's events that become `_orion/<name>` extension notifications (only for a client that asked for them).
 ORION_EVENTS = ("hook_started", "hook_progress", "hook_response", "projectContextChange", "contextSummaryUpdated",
                 "notification", "sandboxStatus", "log")
-EXT_PREFIX = "_orion/"
 MAX_TRACKED_EXECUTIONS = 4096
 
 # Orion's stop reasons on ACP's: what ACP has a word for keeps it, the rest ends the turn and says why in _meta.
@@ -99,25 +99,18 @@ class AcpDialect:
     def updates(update: dict[str, Any]) -> list[dict[str, Any]]:
         """One core update as ACP updates (an agent's todo list is a tool call and a plan)."""
         kind = update.get("sessionUpdate")
-        meta = {"orion": {"parentToolCallId": update["parentToolUseId"]}} if update.get("parentToolUseId") else None
-
-        def with_meta(body: dict[str, Any]) -> dict[str, Any]:
-            if meta:
-                body["_meta"] = meta
-            return body
-
         if kind == "user_message":
             # A live prompt is the client's own; it hears the user's words only when a session's history is replayed.
             if not update.get("replay"):
                 return []
             return [{"sessionUpdate": "user_message_chunk", "content": _text(update.get("text", ""))}]
         if kind in ("agent_message_chunk", "agent_thought_chunk"):
-            return [with_meta({"sessionUpdate": kind, "content": _text(update.get("text", ""))})]
+            return [{"sessionUpdate": kind, "content": _text(update.get("text", ""))}]
         if kind == "tool_call":
             tool_input = update.get("input") if isinstance(update.get("input"), dict) else {}
             body = {"sessionUpdate": "tool_call", "status": update.get("status") or "pending",
                     **tool_call_fields(update["toolUseId"], update.get("name", ""), tool_input)}
-            out = [with_meta(body)]
+            out = [body]
             if update.get("name") == "TodoWrite":
                 entries = plan_entries(tool_input)
                 if entries is not None:
@@ -132,9 +125,8 @@ class AcpDialect:
                 body["rawOutput"] = output
                 body["content"] = [{"type": "content", "content": _text(str(output))}]
             if status == "denied":
-                body["_meta"] = {"orion": {"status": "denied", **(meta or {}).get("orion", {})}}
-                return [body]
-            return [with_meta(body)]
+                body["_meta"] = {"orion": {"status": "denied"}}
+            return [body]
         if kind == "current_mode_update":
             return [{"sessionUpdate": "current_mode_update", "currentModeId": update["currentModeId"]}]
         if kind == "available_commands_update":

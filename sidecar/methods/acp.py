@@ -86,14 +86,14 @@ def _orion_event_names() -> list[str]:
 
 
 def credential_problem() -> str | None:
-    """None when a real-model session can authenticate; otherwise what the user can set."""
+    """None when a real-model session can authenticate (the check `session/new` makes); otherwise what to set."""
+    from sidecar.sdk_env import NoCredential, real_model_credential
+
     try:
-        from sidecar.credentials import find_credential, missing_credential_message
-    except ImportError:  # pragma: no cover - the module ships with the sidecar
-        return None if os.environ.get("ANTHROPIC_API_KEY") else "set ANTHROPIC_API_KEY"
-    if find_credential(os.environ) is not None:
-        return None
-    return missing_credential_message(os.environ)
+        real_model_credential()
+    except NoCredential as exc:
+        return str(exc)
+    return None
 
 
 def orion_options(meta: dict[str, Any] | None) -> p.OrionSessionOptions:
@@ -126,11 +126,9 @@ def sdk_mcp_servers(servers: list[Any]) -> dict[str, Any]:
 
 
 def _session_meta(session: Any, hookset: Any) -> dict[str, Any]:
-    states = [spec.state for spec in hookset.entries]
     return {"orion": {
         "model": session.model,
-        "hooks": {"active": states.count("active"), "untrusted": states.count("untrusted"),
-                  "dropped": states.count("dropped")},
+        "hooks": hookset.counts(),
         "sandbox": session.sandbox.to_wire(),
         "settings": session.settings,
         "clientTools": session.client_tools or {"files": False, "terminal": False},

@@ -27,13 +27,10 @@ def register(app: SidecarApp) -> None:
             setting_sources=params.setting_sources,
             builtin_hooks=params.builtin_hooks,
         )
-        states = [spec.state for spec in hookset.entries]
         return p.SessionNewResult(
             session_id=session.session_id,
             model=session.model,
-            hooks=p.HookCounts(
-                active=states.count("active"), untrusted=states.count("untrusted"), dropped=states.count("dropped")
-            ),
+            hooks=p.HookCounts(**hookset.counts()),
             sandbox=p.SandboxInfo.model_validate(session.sandbox.to_wire()),
             settings=p.SettingsInfo.model_validate(session.settings),
             warnings=list(hookset.warnings),
