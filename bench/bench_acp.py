@@ -105,9 +105,10 @@ SCENARIO = {
     "side_reply": "Bench session",
 }
 
-SUBJECTS = ("ours", "ours-nohooks", "ours-minimal", "adapter", "adapter-own-cli", "bare-cli")
+SUBJECTS = ("ours", "ours-5cmd", "ours-nohooks", "ours-minimal", "adapter", "adapter-own-cli", "bare-cli")
 LABELS = {
     "ours": "ours (sidecar, built-in hooks on)",
+    "ours-5cmd": "ours + 5 command hooks on UserPromptSubmit and 5 on PreToolUse(Bash)",
     "ours-nohooks": "ours, `builtinHooks: false`",
     "ours-minimal": "ours, `builtinHooks: false` + `sandbox: \"off\"`",
     "adapter": "adapter 0.23.1, same CLI",
@@ -354,6 +355,14 @@ class BenchClient:
         pass
 
 
+# ours-5cmd: the user's own Orion settings (no trust needed) with 5 command hooks `true` on each event the turns
+# fire: UserPromptSubmit (both turns) and PreToolUse on Bash (the Bash turn).
+FIVE_COMMAND_HOOKS = {"hooks": {
+    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "true"} for _ in range(5)]}],
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"} for _ in range(5)]}],
+}}
+
+
 def acp_command(subject: str, cli: Path) -> tuple[list[str], dict[str, str], dict[str, Any]]:
     """(argv, extra environment, session/new _meta) of an ACP subject."""
     if subject.startswith("ours"):
@@ -367,7 +376,8 @@ def acp_command(subject: str, cli: Path) -> tuple[list[str], dict[str, str], dic
     return ["node", str(ADAPTER_JS)], extra, {"claudeCode": {"options": {"allowedTools": ["Bash"]}}}
 
 
-async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Path, cli: Path, pycache: Path) -> Run:
+async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Path, cli: Path, pycache: Path,
+                  idle_s: float = 0.0) -> Run:
     from acp import spawn_agent_process, text_block
     from acp.schema import ClientCapabilities
 
@@ -379,6 +389,9 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
     env = {**child_env(home, mock.url), **extra}
     if subject.startswith("ours"):
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
+        settings = work / "orion-user-settings.json"
+        settings.write_text(json.dumps(FIVE_COMMAND_HOOKS if subject == "ours-5cmd" else {}))
+        env["ORION_USER_SETTINGS"] = str(settings)
     client = BenchClient()
     complaints = len(SDK_COMPLAINTS.messages)
     mock.new_records()
@@ -390,6 +403,10 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
                                        transport_kwargs={"stderr": stderr, "limit": 64 * 1024 * 1024}) as (conn, proc):
             sampler = TreeSampler(proc.pid)
             await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            if idle_s:
+                # The desktop path: the app launched the agent a while before its user's first session.
+                await asyncio.sleep(idle_s)
+                wall0, t0 = time.time(), time.perf_counter()
             session = await conn.new_session(cwd=str(project), mcp_servers=[], **meta)
             run.start_ms = (time.perf_counter() - t0) * 1000
             sid = session.session_id
@@ -431,6 +448,8 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
             run.peak_names = sampler.peak_names
             if sampler.cli_after_ms is not None:
                 run.cli_spawn_ms = sampler.cli_after_ms
+                if idle_s:  # from session/new sent, not from the spawn
+                    run.cli_spawn_ms -= (wall0 - sampler.root.create_time()) * 1000
             await asyncio.sleep(0.2)
             run.leftovers = sampler.kill_leftovers()
     return run
@@ -575,6 +594,7 @@ METRICS = [
 RATIOS = [
     ("ours", "adapter", "ours ÷ adapter (same CLI)"),
     ("ours", "bare-cli", "ours ÷ bare CLI"),
+    ("ours-5cmd", "ours", "ours + 5 command hooks ÷ ours"),
     ("ours-nohooks", "adapter", "ours no-hooks ÷ adapter"),
     ("ours-nohooks", "bare-cli", "ours no-hooks ÷ bare CLI"),
     ("ours-minimal", "adapter", "ours minimal ÷ adapter"),
@@ -675,7 +695,7 @@ async def main_async(args: argparse.Namespace) -> int:
                 if s == "bare-cli":
                     run = await run_bare(rep, args.turns, mock, work, cli)
                 else:
-                    run = await run_acp(s, rep, args.turns, mock, work, cli, pycache)
+                    run = await run_acp(s, rep, args.turns, mock, work, cli, pycache, args.idle)
                 status = "; ".join(run.problems) if run.problems else "ok"
                 print(f"{'warm-up' if rep < 0 else f'rep {rep + 1}'} {s:16} start {run.start_ms:6.0f} ms  "
                       f"first req {run.first_request_ms:6.0f} ms  cold {run.cold_turn_ms:5.0f}  "
@@ -727,6 +747,10 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=3, help="warm text and warm Bash turns per run (default 3 each)")
     parser.add_argument("--only", help="comma-separated subset of " + ",".join(SUBJECTS))
     parser.add_argument("--no-adapter-own-cli", action="store_true", help="leave out the adapter on its own CLI")
+    parser.add_argument("--idle", type=float, default=0.0,
+                        help="ACP subjects wait this long after `initialize` before `session/new`, and session start "
+                             "and first model request are timed from `session/new` (the desktop app's path); the bare "
+                             "CLI is spawned at session time as before")
     parser.add_argument("--json", help="write the summary and every sample here")
     parser.add_argument("--sidecar-root", help="run `python -m sidecar` from this directory (default: this checkout)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, homes)")

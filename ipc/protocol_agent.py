@@ -40,6 +40,27 @@ class SessionNewParams(WireModel):
     builtin_hooks: bool | list[str] | None = None
 
 
+class SessionPrepareParams(WireModel):
+    """Start the CLI of the next session ahead of `session/new`: the same options (no session id); no hook runs."""
+
+    project_dir: str
+    vault_dir: str | None = None
+    model: str | None = None
+    permission_mode: PermissionMode | None = None
+    allowed_tools: list[str] | None = None
+    system_prompt: str | None = None
+    sandbox: SandboxMode | None = None
+    setting_sources: list[SettingSource] | None = None
+    builtin_hooks: bool | list[str] | None = None
+
+
+class SessionPrepareResult(WireModel):
+    """The prepared session waits this long for a `session/new` with the same options, then its CLI is closed."""
+
+    prepared: bool
+    expires_in_s: float
+
+
 class SettingsInfo(WireModel):
     """Which Claude Code setting sources the session's CLI reads, and which it was not given and why."""
 

@@ -80,6 +80,9 @@ METHODS: dict[str, MethodSpec] = dict([
     _m("$/cancelRequest", "CancelRequestParams", None,
        "Cancel an in-flight request by id; it answers -32800. Works in both directions.", "notification"),
     _m("session/new", "SessionNewParams", "SessionNewResult", "Start an agent session in a project."),
+    _m("session/prepare", "SessionPrepareParams", "SessionPrepareResult",
+       "Start the CLI of the next session ahead of time (no hook runs); a `session/new` with the same options "
+       "takes it over and only runs its SessionStart hooks."),
     _m("session/prompt", "SessionPromptParams", "SessionPromptResult",
        "Run one prompt to completion; `session/update` events stream meanwhile. -31003 if one is already running."),
     _m("session/cancel", "SessionRef", "SessionCancelResult", "Cancel the running prompt of a session, if any."),
@@ -125,6 +128,10 @@ ACP_METHODS: dict[str, MethodSpec] = dict([
        "Check that a credential of the chosen method is usable; -32000 naming what to set if not."),
     _m("session/new", "AcpNewSessionParams", "AcpNewSessionResult",
        "Start a session in `cwd` with the client's MCP servers; Orion's options in `_meta.orion`."),
+    _m("_orion/session/prepare", "AcpNewSessionParams", "SessionPrepareResult",
+       "Orion: start the CLI of the next session ahead of time, with `session/new`'s parameters; no hook runs. The "
+       "next `session/new` with the same parameters takes it over (its answer then comes in ~50 ms instead of the "
+       "CLI's start)."),
     _m("session/load", "AcpLoadSessionParams", "AcpLoadSessionResult",
        "Resume a past session by id: its history streams as `session/update`s before the answer."),
     _m("session/list", "AcpListSessionsParams", "AcpListSessionsResult",

@@ -251,10 +251,17 @@ class AgentSession:
         self.config.env = {**self.config.env, **supervisor.child_env()}
         supervisor.claim_home(self.config.env.get("HOME"))
         client = ClaudeSDKClient(self.build_options())
-        with warnings.catch_warnings():
-            # We register can_use_tool and allowed_tools together on purpose: allowed tools skip the ask.
-            warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
-            await client.connect()
+        try:
+            with warnings.catch_warnings():
+                # We register can_use_tool and allowed_tools together on purpose: allowed tools skip the ask.
+                warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
+                await client.connect()
+        except BaseException:
+            # Failed or cancelled half-way (session/new cancelled, shutdown): a CLI already spawned goes too.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.config.close_timeout_s):
+                with contextlib.suppress(Exception):
+                    await client.disconnect()
+            raise
         self._client = client
         # Private SDK attribute, read only to verify and, if need be, finish the CLI's exit in close().
         process = getattr(getattr(client, "_transport", None), "_process", None)
@@ -333,6 +340,10 @@ class AgentSession:
             log.warning("CLI %s outlived disconnect; killing it", self.cli_pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.cli_pid, signal.SIGKILL)
+
+    def alive(self) -> bool:
+        """Started, not closed, and its CLI process still there."""
+        return self._client is not None and (self.cli_pid is None or _alive(self.cli_pid))
 
     @property
     def running(self) -> bool:

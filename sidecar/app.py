@@ -38,7 +38,7 @@ _ACP_SHARED = frozenset({"initialize", "exit"})
 # What the agent's tools ask an ACP client that offered its files and terminals.
 ACP_CLIENT_TOOL_REQUESTS = frozenset({"fs/read_text_file", "fs/write_text_file", "terminal/create", "terminal/output",
                                       "terminal/wait_for_exit", "terminal/release", "terminal/kill"})
-ACP_REDEFINED = frozenset({"session/new", "session/prompt", "session/cancel", "session/list"})
+ACP_REDEFINED = frozenset({"session/new", "session/prompt", "session/cancel", "session/list", "session/prepare"})
 
 
 class RouteTable(Mapping[str, Route]):

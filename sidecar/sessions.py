@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import json
 import logging
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from ipc.errors import (
 )
 from sidecar.hook_events import IpcHookObserver
 from sidecar.session_index import SessionIndex
+from sidecar.standby import Standby, StandbyPool, files_fingerprint, hookset_fingerprint
 
 log = logging.getLogger("sidecar.sessions")
 
@@ -158,6 +161,40 @@ class Session:
         return info
 
 
+@dataclass(slots=True)
+class Built:
+    """A session's parts before its hooks run (SessionManager._build); a prepared session waits as one of these."""
+
+    sid: str
+    project: Path
+    vault: Path | None
+    model: str | None
+    model_name: str | None
+    hookset: HookSet
+    settings: dict[str, Any]
+    sandbox: Any
+    context: SessionContext
+    runner: HookRunner
+    agent: Any
+    permission_mode: str | None
+    client_tools: dict[str, Any]
+    claude_dir_was_absent: bool
+    phases: StartPhases
+
+
+def standby_key(project: Path, vault: Path | None, model: str | None, permission_mode: str | None,
+                allowed_tools: list[str] | None, system_prompt: str | None, sandbox_mode: str | None,
+                setting_sources: list[str] | None, builtin: bool | frozenset[str], mcp_servers: dict[str, Any] | None,
+                client_capabilities: dict[str, Any] | None) -> str:
+    """Every parameter a session is built from: a prepared session is taken over only by an identical request."""
+    canonical = {"project": str(project), "vault": str(vault) if vault else None, "model": model,
+                 "permissionMode": permission_mode, "allowedTools": list(allowed_tools or []),
+                 "systemPrompt": system_prompt, "sandbox": sandbox_mode, "settingSources": setting_sources,
+                 "builtin": sorted(builtin) if isinstance(builtin, frozenset) else builtin,
+                 "mcpServers": mcp_servers or {}, "client": client_capabilities or {}}
+    return hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
+
+
 class SessionManager:
     """Creates, runs and ends sessions; everything a session does reaches the frontend through `notify`."""
 
@@ -170,6 +207,7 @@ class SessionManager:
         self._ended: dict[str, Session] = {}
         self._starting: set[str] = set()
         self.index = SessionIndex(settings.data_dir)
+        self._standbys = StandbyPool(self._close_built)
 
     async def _notify(self, event: str, params: dict[str, Any]) -> None:
         """Send an event; once the frontend is gone, sessions wind down quietly instead of failing every hook."""
@@ -239,10 +277,11 @@ class SessionManager:
             session, hookset = await self._create(
                 sid, project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox,
                 setting_sources=setting_sources, builtin=builtin, mcp_servers=mcp_servers, resume=resume,
-                client_capabilities=client_capabilities,
+                client_capabilities=client_capabilities, may_take_over=session_id is None,
             )
         finally:
             self._starting.discard(sid)
+        sid = session.session_id  # a prepared session that was taken over has its own
         self._ended.pop(sid, None)
         self._sessions[sid] = session
         options = {"model": model, "vaultDir": vault_dir, "permissionMode": permission_mode,
@@ -295,12 +334,54 @@ class SessionManager:
         mcp_servers: dict[str, Any] | None = None,
         resume: bool = False,
         client_capabilities: dict[str, Any] | None = None,
+        may_take_over: bool = False,
     ) -> tuple[Session, HookSet]:
+        ready = None
+        if may_take_over and not resume and len(self._standbys):
+            key = standby_key(project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox_mode,
+                              setting_sources, builtin, mcp_servers, client_capabilities)
+            ready = await self._standbys.take(key)
+        if ready is not None:
+            log.info("session %s: the CLI prepared for %s is taken over", ready.sid, project)
+            ready.phases = StartPhases()
+            try:
+                return await self._activate(ready, resume=False, cli_started=True)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await ready.agent.close()
+                    await ready.runner.aclose()
+                raise
+        built = await self._build(sid, project, vault, model, permission_mode, allowed_tools, system_prompt,
+                                  sandbox_mode, setting_sources=setting_sources, builtin=builtin,
+                                  mcp_servers=mcp_servers, resume=resume, client_capabilities=client_capabilities)
+        return await self._activate(built, resume=resume, cli_started=False)
+
+    async def _build(
+        self,
+        sid: str,
+        project: Path,
+        vault: Path | None,
+        model: str | None,
+        permission_mode: str | None,
+        allowed_tools: list[str] | None,
+        system_prompt: str | None,
+        sandbox_mode: str | None,
+        *,
+        setting_sources: list[str] | None = None,
+        builtin: bool | frozenset[str] = True,
+        mcp_servers: dict[str, Any] | None = None,
+        resume: bool = False,
+        client_capabilities: dict[str, Any] | None = None,
+    ) -> Built:
+        """Everything a session is made of, its CLI not yet started and no hook run: what `session/new` and
+        `session/prepare` share."""
+        phases = StartPhases()
         # The SDK import takes ~1 s; on the event loop it would stall every other session and request.
         await anyio.to_thread.run_sync(importlib.import_module, "claude_agent_sdk")
+        phases.mark("sdk import")
         from sidecar.agent import AgentConfig, AgentSession
         from sidecar.evaluator import SdkModelClient
-        from sidecar.hook_bridge import PENDING_SESSION_CONTEXT, RunnerBridge
+        from sidecar.hook_bridge import RunnerBridge
         from sidecar.permissions import PermissionBroker
         from sidecar.sandbox import cli_settings
         from sidecar.sdk_env import ModelConfigError, NoCredential, build_model_env
@@ -318,14 +399,9 @@ class SessionManager:
             raise ModelUnavailable(str(exc), data={"model": model, "reason": exc.reason}) from None
 
         claude_dir_was_absent = not (project / ".claude").exists()
+        phases.mark("model env")
         hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir, builtin)
-        from hooks.redaction import redact
-
-        for warning in hookset.warnings:
-            # The settings files' problems, where the frontend shows the log (the session starts regardless),
-            # redacted like every log record (a warning may quote a hook's command).
-            await self._notify("log", {"level": "warning", "logger": "hooks", "message": redact(warning),
-                                       "data": {"sessionId": sid, "projectDir": str(project)}})
+        phases.mark("hook set")
         settings = cli_setting_sources(setting_sources, hookset)
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
         cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)
@@ -340,6 +416,7 @@ class SessionManager:
                                        data={"sessionId": sid, "cwd": str(project)})
         if "project" in settings["sources"]:
             await anyio.to_thread.run_sync(accept_workspace_in_cli, config_dir, project, data_dir)
+        phases.mark("sandbox decision")
         notify = self._notify
 
         async def emit(event: str, payload: dict[str, Any]) -> None:
@@ -356,94 +433,183 @@ class SessionManager:
         broker = PermissionBroker(sid, self._request, self.settings.permission_timeout_s)
         bridge = RunnerBridge(runner, context, broker)
 
+        async def on_update(update: dict[str, Any]) -> None:
+            await notify("session/update", {"sessionId": sid, "update": update})
+
+        async def on_compact(summary: str, trigger: str) -> None:
+            await runner.fire(
+                "PostCompact", sidecar_payload("PostCompact", context, compact_summary=summary, trigger=trigger), context
+            )
+
+        servers, disallowed, client_tools = dict(mcp_servers or {}), [], {}
+        if client_capabilities:
+            from sidecar.acp.client_tools import SERVER, ClientTools, wanted
+
+            files, terminal = wanted(client_capabilities, sandboxed=sandbox.enabled)
+            if files or terminal:
+                request = self._request
+
+                async def ask_client(method: str, params: dict[str, Any]) -> Any:
+                    return await request(method, params, CLIENT_TOOL_TIMEOUT_S)
+
+                tools = ClientTools(sid, ask_client, str(project), files=files, terminal=terminal)
+                servers[SERVER] = tools.server_config()
+                disallowed = tools.replaced
+            client_tools = {"files": files, "terminal": terminal}
+            if client_capabilities.get("terminal") and not terminal:
+                client_tools["terminalReason"] = "the session's Bash runs in the CLI's OS sandbox"
+        config = AgentConfig(
+            project_dir=project,
+            session_id=sid,
+            model=model_name,
+            env=cli_env,
+            clean_env=True,
+            sandbox=cli_settings(sandbox),
+            setting_sources=list(settings["sources"]),
+            permission_mode=permission_mode,
+            allowed_tools=list(allowed_tools or []),
+            system_prompt=system_prompt,
+            mcp_servers=servers,
+            disallowed_tools=disallowed,
+            hook_events=callback_events(hookset),
+            resume=sid if resume else None,
+        )
+        agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
+        return Built(sid=sid, project=project, vault=vault, model=model, model_name=model_name, hookset=hookset,
+                     settings=settings, sandbox=sandbox, context=context, runner=runner, agent=agent,
+                     permission_mode=permission_mode, client_tools=client_tools,
+                     claude_dir_was_absent=claude_dir_was_absent, phases=phases)
+
+    async def _activate(self, built: Built, *, resume: bool, cli_started: bool) -> tuple[Session, HookSet]:
+        """Run the SessionStart hooks and, unless a prepared CLI is taken over, start the CLI beside them."""
+        from sidecar.hook_bridge import PENDING_SESSION_CONTEXT
+
+        from hooks.redaction import redact
+
+        sid, context, runner, agent, phases = built.sid, built.context, built.runner, built.agent, built.phases
+        for warning in built.hookset.warnings:
+            # The settings files' problems, where the frontend shows the log (the session starts regardless),
+            # redacted like every log record (a warning may quote a hook's command).
+            await self._notify("log", {"level": "warning", "logger": "hooks", "message": redact(warning),
+                                       "data": {"sessionId": sid, "projectDir": str(built.project)}})
         try:
-            start = await runner.fire(
-                "SessionStart",
-                sidecar_payload("SessionStart", context, source="resume" if resume else "startup",
-                                **({"model": model_name} if model_name else {})),
-                context,
-            )
-
-            # As in Claude Code, SessionStart context goes into the conversation, not the system prompt: the CLI
-            # calls no SessionStart callback, so it rides on the first prompt (sidecar/hook_bridge.py).
-            if start.additional_context:
-                context.state[PENDING_SESSION_CONTEXT] = start.additional_context
-
-            async def on_update(update: dict[str, Any]) -> None:
-                await notify("session/update", {"sessionId": sid, "update": update})
-
-            async def on_compact(summary: str, trigger: str) -> None:
-                await runner.fire(
-                    "PostCompact", sidecar_payload("PostCompact", context, compact_summary=summary, trigger=trigger), context
+            async def session_start() -> None:
+                start = await runner.fire(
+                    "SessionStart",
+                    sidecar_payload("SessionStart", context, source="resume" if resume else "startup",
+                                    **({"model": built.model_name} if built.model_name else {})),
+                    context,
                 )
+                phases.mark("SessionStart hooks")
+                # As in Claude Code, SessionStart context goes into the conversation, not the system prompt: the
+                # CLI calls no SessionStart callback, so it rides on the first prompt (sidecar/hook_bridge.py).
+                if start.additional_context:
+                    context.state[PENDING_SESSION_CONTEXT] = start.additional_context
 
-            servers, disallowed, client_tools = dict(mcp_servers or {}), [], {}
-            if client_capabilities:
-                from sidecar.acp.client_tools import SERVER, ClientTools, wanted
+            # SessionStart hooks run while the CLI boots (~0.5 s): neither needs the other, and the first prompt,
+            # which carries their context, can only come once session/new has answered, after both.
+            started = anyio.Event()
+            failure: list[BaseException] = []
 
-                files, terminal = wanted(client_capabilities, sandboxed=sandbox.enabled)
-                if files or terminal:
-                    request = self._request
+            async def start_cli() -> None:
+                try:
+                    if not cli_started:
+                        await agent.start()
+                        phases.mark("CLI start")
+                except Exception as exc:
+                    failure.append(exc)
+                finally:
+                    started.set()
 
-                    async def ask_client(method: str, params: dict[str, Any]) -> Any:
-                        return await request(method, params, CLIENT_TOOL_TIMEOUT_S)
-
-                    tools = ClientTools(sid, ask_client, str(project), files=files, terminal=terminal)
-                    servers[SERVER] = tools.server_config()
-                    disallowed = tools.replaced
-                client_tools = {"files": files, "terminal": terminal}
-                if client_capabilities.get("terminal") and not terminal:
-                    client_tools["terminalReason"] = "the session's Bash runs in the CLI's OS sandbox"
-            config = AgentConfig(
-                project_dir=project,
-                session_id=sid,
-                model=model_name,
-                env=cli_env,
-                clean_env=True,
-                sandbox=cli_settings(sandbox),
-                setting_sources=list(settings["sources"]),
-                permission_mode=permission_mode,
-                allowed_tools=list(allowed_tools or []),
-                system_prompt=system_prompt,
-                mcp_servers=servers,
-                disallowed_tools=disallowed,
-                hook_events=callback_events(hookset, pending_context=PENDING_SESSION_CONTEXT in context.state),
-                resume=sid if resume else None,
-            )
-            agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
-            try:
-                await agent.start()
-            except Exception as exc:
-                log.exception("session %s: the agent did not start", sid)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(start_cli)
+                await session_start()
+                await started.wait()
+            if failure:
+                exc = failure[0]
+                log.error("session %s: the agent did not start", sid, exc_info=exc)
                 # SessionStart hooks already ran (and may have opened per-session records): close them.
                 with anyio.CancelScope(shield=True):
                     await self._fire_session_end(runner, context, "other")
                     await agent.close()
                 raise ModelUnavailable(f"the agent could not start: {exc}", data={"sessionId": sid}) from exc
-            await emit("sandboxStatus", sandbox.to_wire())
+            log.info("session %s started in %s", sid, phases)
+            await context.emit("sandboxStatus", built.sandbox.to_wire())
         except BaseException:
-            # Failed or cancelled (session/new cancelled, shutdown): the runner's tracking thread, background
-            # hooks and python launchers must not outlive the session that never was.
+            # Failed or cancelled (session/new cancelled, shutdown): the CLI, the runner's tracking thread,
+            # background hooks and python launchers must not outlive the session that never was.
             with anyio.CancelScope(shield=True):
+                await agent.close()
                 await runner.aclose()
             raise
         session = Session(
             session_id=sid,
-            project_dir=project,
-            vault_dir=vault,
-            model=model or model_name or "default",
-            current_model=model or model_name or "default",
-            permission_mode=permission_mode,
-            client_tools=client_tools,
-            sandbox=sandbox,
-            settings=settings,
-            claude_dir_was_absent=claude_dir_was_absent,
+            project_dir=built.project,
+            vault_dir=built.vault,
+            model=built.model or built.model_name or "default",
+            current_model=built.model or built.model_name or "default",
+            permission_mode=built.permission_mode,
+            client_tools=built.client_tools,
+            sandbox=built.sandbox,
+            settings=built.settings,
+            claude_dir_was_absent=built.claude_dir_was_absent,
             context=context,
             runner=runner,
             agent=agent,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         )
-        return session, hookset
+        return session, built.hookset
+
+    async def prepare(
+        self,
+        *,
+        project_dir: str,
+        vault_dir: str | None = None,
+        model: str | None = None,
+        permission_mode: str | None = None,
+        allowed_tools: list[str] | None = None,
+        system_prompt: str | None = None,
+        sandbox: str | None = None,
+        setting_sources: list[str] | None = None,
+        builtin_hooks: bool | list[str] | None = None,
+        mcp_servers: dict[str, Any] | None = None,
+        client_capabilities: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Build a session as `session/new` would with these parameters and start its CLI, running no hook; the next
+        `session/new` with the same parameters takes it over (sidecar/standby.py)."""
+        project = existing_dir(project_dir, "projectDir")
+        builtin = builtin_selection(builtin_hooks)
+        vault = existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None
+        key = standby_key(project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox,
+                          setting_sources, builtin, mcp_servers, client_capabilities)
+        sid = str(uuid.uuid4())
+        built = await self._build(sid, project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox,
+                                  setting_sources=setting_sources, builtin=builtin, mcp_servers=mcp_servers,
+                                  client_capabilities=client_capabilities)
+        data_dir = self.settings.data_dir
+        user_files = [hook_paths.user_settings_path(), hook_paths.claude_user_settings_path(),
+                      built.context.cli_config_dir / "settings.json", built.context.cli_config_dir / "CLAUDE.md"]
+
+        def fingerprint() -> str:
+            fresh = load_session_hookset(project, vault, data_dir, builtin)
+            return hookset_fingerprint(fresh) + files_fingerprint(project, user_files)
+
+        built_from = hookset_fingerprint(built.hookset) + await anyio.to_thread.run_sync(
+            files_fingerprint, project, user_files)
+        standby = Standby(key=key, built=built, fingerprint=fingerprint, built_from=built_from)
+        try:
+            await self._standbys.add(standby, built.agent.start)
+        except Exception as exc:
+            log.error("session/prepare in %s: the agent did not start", project, exc_info=exc)
+            raise ModelUnavailable(f"the agent could not start: {exc}", data={"cwd": str(project)}) from exc
+        built.phases.mark("CLI start")
+        log.info("prepared a session in %s in %s", project, built.phases)
+        return {"prepared": True, "expiresInS": self._standbys.ttl_s}
+
+    async def _close_built(self, built: Built) -> None:
+        """A prepared session that is never taken over: its CLI and its runner go; no hook ran, none runs."""
+        await built.agent.close()
+        await built.runner.aclose()
 
     # ------------------------------------------------------------------ run
 
@@ -453,10 +619,17 @@ class SessionManager:
         if session.state == "running":
             raise SessionBusy(f"session {session_id} is already running a prompt", data={"sessionId": session_id})
         session.state = "running"
-        with contextlib.suppress(OSError):
-            await anyio.to_thread.run_sync(self.index.touch, session_id, text)
+
+        async def touch_index() -> None:
+            with contextlib.suppress(OSError):
+                await anyio.to_thread.run_sync(self.index.touch, session_id, text)
+
         try:
-            result = await session.agent.prompt(text, blocks)
+            # The index write (an fsync) runs beside the turn, not before it: nothing in the turn reads it, and
+            # the prompt answers only once it is done.
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(touch_index)
+                result = await session.agent.prompt(text, blocks)
         finally:
             if session.state == "running":
                 session.state = "idle"
@@ -542,6 +715,7 @@ class SessionManager:
         return None
 
     async def end_all(self, reason: str = "other") -> None:
+        await self._standbys.close_all()
         async with anyio.create_task_group() as tg:
             for sid in list(self._sessions):
                 tg.start_soon(self._end_quietly, sid, reason)
@@ -551,6 +725,23 @@ class SessionManager:
             await self.end(session_id, reason)
         except Exception:
             log.exception("ending session %s failed", session_id)
+
+
+class StartPhases:
+    """Where a session start's time went, for the log line that ends it (and for bench/RESULTS.md)."""
+
+    def __init__(self) -> None:
+        self._t0 = self._last = time.perf_counter()
+        self._phases: list[tuple[str, float]] = []
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self._phases.append((name, now - self._last))
+        self._last = now
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{name} {seconds * 1000:.0f}" for name, seconds in self._phases)
+        return f"{(self._last - self._t0) * 1000:.0f} ms ({parts})"
 
 
 def confine(
@@ -677,11 +868,13 @@ def restore_transcript(transcript: Path, data_dir: Path, session_id: str) -> Non
 _LISTENING_STATES = frozenset({"active", "untrusted", "disabled"})
 
 
-def callback_events(hookset: HookSet, *, pending_context: bool) -> frozenset[str]:
+def callback_events(hookset: HookSet) -> frozenset[str]:
     """The SDK hook events the session's CLI must call the sidecar back for: those some hook of this project
-    listens to (or will, once trusted or re-enabled), and UserPromptSubmit while SessionStart context waits to
-    ride on the first prompt. A hook added later on an event nothing listened to takes effect in the next session."""
+    listens to (or will, once trusted or re-enabled), and UserPromptSubmit where a SessionStart hook listens: the
+    context it may give rides on the first prompt (the CLI starts while SessionStart hooks run, so whether they
+    give any is not known yet). A hook added later on an event nothing listened to takes effect in the next
+    session."""
     events = {spec.event for spec in hookset.entries if spec.state in _LISTENING_STATES}
-    if pending_context:
+    if "SessionStart" in events:
         events.add("UserPromptSubmit")
     return frozenset(events)

@@ -55,8 +55,9 @@ def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpIniti
     """Answer ACP's handshake and switch the connection to ACP. A version we do not speak is answered with ours
     (ACP: the client then decides whether to go on)."""
     app.use_acp(params.client_capabilities)
-    orion_methods = sorted(EXT_PREFIX + name for name in app.method_names
-                           if name not in ("initialize", "exit", "$/cancelRequest", *ACP_REDEFINED))
+    orion_methods = sorted({EXT_PREFIX + name for name in app.method_names
+                            if name not in ("initialize", "exit", "$/cancelRequest", *ACP_REDEFINED)}
+                           | {name for name in app.routes.acp_names() if name.startswith(EXT_PREFIX)})
     return p.AcpInitializeResult.model_validate({
         "protocolVersion": SUPPORTED_VERSION,
         "agentInfo": {"name": SERVER_NAME, "title": "Orion Sidecar", "version": SERVER_VERSION},
@@ -176,6 +177,23 @@ def register(app: SidecarApp) -> None:
             "sessionId": session.session_id, "modes": mode_state(session.permission_mode).wire(),
             "configOptions": [model_option(session.current_model)], "_meta": _session_meta(session, hookset),
         })
+
+    @app.method(EXT_PREFIX + "session/prepare", acp=True)
+    async def session_prepare(params: p.AcpNewSessionParams, call: CallContext) -> p.SessionPrepareResult:
+        options = orion_options(params.meta)
+        return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(
+            project_dir=_absolute_dir(params.cwd),
+            vault_dir=options.vault_dir,
+            model=options.model,
+            permission_mode=options.permission_mode,
+            allowed_tools=options.allowed_tools,
+            system_prompt=options.system_prompt,
+            sandbox=options.sandbox,
+            setting_sources=options.setting_sources,
+            builtin_hooks=options.builtin_hooks,
+            mcp_servers=sdk_mcp_servers(params.mcp_servers),
+            client_capabilities=app.acp.client_capabilities if app.acp else None,
+        ))
 
     @app.method("session/load", acp=True)
     async def session_load(params: p.AcpLoadSessionParams, call: CallContext) -> p.AcpLoadSessionResult:

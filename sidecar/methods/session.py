@@ -36,6 +36,20 @@ def register(app: SidecarApp) -> None:
             warnings=list(hookset.warnings),
         )
 
+    @app.method("session/prepare")
+    async def session_prepare(params: p.SessionPrepareParams, call: CallContext) -> p.SessionPrepareResult:
+        return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(
+            project_dir=params.project_dir,
+            vault_dir=params.vault_dir,
+            model=params.model,
+            permission_mode=params.permission_mode,
+            allowed_tools=params.allowed_tools,
+            system_prompt=params.system_prompt,
+            sandbox=params.sandbox,
+            setting_sources=params.setting_sources,
+            builtin_hooks=params.builtin_hooks,
+        ))
+
     @app.method("session/prompt")
     async def session_prompt(params: p.SessionPromptParams, call: CallContext) -> dict:
         result = await session_manager(app).prompt(params.session_id, params.prompt)

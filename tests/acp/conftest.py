@@ -98,11 +98,14 @@ def child_env(tmp_path: Path) -> dict[str, str]:
 
 @asynccontextmanager
 async def acp_sidecar(client: RecordingClient, tmp_path: Path, *, events: bool | list[str] = True,
-                      version: int = 1) -> AsyncIterator[tuple[Any, Any]]:
-    """Spawn the sidecar, `initialize` it through the SDK (opting in to Orion's events unless told not to)."""
+                      version: int = 1, pids: list[int] | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """Spawn the sidecar, `initialize` it through the SDK (opting in to Orion's events unless told not to); its pid
+    goes into `pids` when given."""
     capabilities = ClientCapabilities(field_meta={"orion": {"events": events}}) if events else ClientCapabilities()
     async with spawn_agent_process(client, sys.executable, "-m", "sidecar", env=child_env(tmp_path),
                                    cwd=str(REPO_ROOT)) as (conn, process):
+        if pids is not None:
+            pids.append(process.pid)
         init = await conn.initialize(protocol_version=version, client_capabilities=capabilities)
         yield conn, init
 

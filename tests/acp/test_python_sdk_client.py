@@ -309,6 +309,37 @@ async def test_an_mcp_server_from_the_client_reaches_the_agent(tmp_path: Path, s
     assert not sdk_errors
 
 
+async def test_a_prepared_session_with_the_clients_mcp_server_is_taken_over(tmp_path: Path, sdk_errors: list) -> None:
+    """`_orion/session/prepare` with session/new's own parameters starts the CLI ahead; session/new gets that CLI,
+    with the client's MCP server, and no second one."""
+    import psutil
+
+    from tests.e2e.test_prepared_sessions import claude_pids, settle_pids
+
+    project_dir = project(tmp_path)
+    marker = tmp_path / "mcp-calls.txt"
+    client = RecordingClient(answer=lambda request: "allow_once")
+    server = McpServerStdio(name="probe", command=sys.executable,
+                            args=[str(Path(__file__).with_name("mcp_probe_server.py"))],
+                            env=[{"name": "PROBE_MARKER", "value": str(marker)}])
+    pids: list[int] = []
+    async with acp_sidecar(client, tmp_path, pids=pids) as (conn, init):
+        assert "_orion/session/prepare" in init.field_meta["orion"]["methods"]
+        await trust(conn, project_dir)
+        answer = await conn.ext_method("orion/session/prepare", {
+            "cwd": str(project_dir), "mcpServers": [server.model_dump(by_alias=True, exclude_none=True)],
+            "_meta": {"orion": {"model": model("acp_mcp")}}})
+        assert answer == {"prepared": True, "expiresInS": 600.0}
+        [cli] = await settle_pids(pids[0], 1)
+        assert not client.of_kind("agent_message_chunk")
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[server], orion={"model": model("acp_mcp")})
+        assert claude_pids(pids[0]) == {cli}
+        assert psutil.Process(cli).is_running()
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("use the probe")])
+    assert marker.read_text().strip() == "hello from the agent"
+    assert not sdk_errors
+
+
 async def test_orion_errors_keep_clear_of_acps_codes(tmp_path: Path) -> None:
     async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
         with pytest.raises(RequestError) as unknown:
