@@ -4,7 +4,7 @@ Run (from the repository root; offline; ~5-8 minutes with the defaults on a 2-co
 
     cd bench/acp_node && npm ci && cd ../..          # the adapter, @zed-industries/claude-agent-acp 0.23.1
     .venv/bin/python bench/bench_acp.py [--reps 7] [--turns 3] [--json out.json] [--no-adapter-own-cli]
-                                        [--sidecar-root DIR]
+                                        [--sidecar-root DIR] [--only SUBJECT,...] [--idle SECONDS]
 
 ``--sidecar-root`` runs the sidecar from another directory, e.g. one commit while others work in this tree:
 ``git archive HEAD | tar -x -C /tmp/orion-HEAD``, then ``--sidecar-root /tmp/orion-HEAD``.
@@ -15,6 +15,12 @@ every subject, so all of them talk to the same local Messages API with the same 
 * ``ours``: ``python -m sidecar`` as an ACP agent, a real-model session (no ``_meta.orion.model``:
   ``ANTHROPIC_BASE_URL`` + ``ANTHROPIC_API_KEY`` in its environment), ``_meta.orion.allowedTools: ["Bash"]``,
   all built-in hooks on and Bash in the CLI's OS sandbox (bubblewrap + socat here): the defaults;
+* ``ours-prepared``: ``ours`` whose client sends ``_orion/session/prepare`` (``session/new``'s parameters) right
+  after ``initialize``; with ``--idle S`` the client then waits S seconds before ``session/new``, and session start
+  and first model request are timed from ``session/new`` for every ACP subject (the desktop app's path: the app
+  launches the agent before its user's first prompt). The bare CLI has nothing to launch early and is unchanged;
+* ``ours-5cmd``: ``ours`` plus the user's own settings with 5 command hooks ``true`` on UserPromptSubmit and 5 on
+  PreToolUse(Bash): the cost of command hooks on a turn (``ours-5cmd ÷ ours``);
 * ``ours-nohooks``: the same with ``_meta.orion.builtinHooks: false`` (the sandbox still on);
 * ``ours-minimal``: ``builtinHooks: false`` and ``sandbox: "off"``: what the adapter does (no hooks, no sandbox);
 * ``adapter``: ``node .../@zed-industries/claude-agent-acp/dist/index.js`` with ``CLAUDE_CODE_EXECUTABLE`` set to
@@ -22,6 +28,8 @@ every subject, so all of them talk to the same local Messages API with the same 
   .allowedTools: ["Bash"]``;
 * ``adapter-own-cli``: the adapter as shipped, on the CLI of its own dependency (``@anthropic-ai/claude-agent-sdk``'s
   ``cli.js``, run by node); not in the ratios, for reference;
+* ``bare-cli-sandbox``: the same with the OS sandbox on as the sidecar sets it (``--settings``), the fair peer of
+  ``ours`` on the Bash turn;
 * ``bare-cli``: the bundled CLI alone in stream-json mode, as the SDKs run it (``--output-format stream-json
   --verbose --input-format stream-json --include-partial-messages --allowedTools Bash``), driven by its control
   protocol (``initialize``) and user messages on stdin.
@@ -105,15 +113,18 @@ SCENARIO = {
     "side_reply": "Bench session",
 }
 
-SUBJECTS = ("ours", "ours-5cmd", "ours-nohooks", "ours-minimal", "adapter", "adapter-own-cli", "bare-cli")
+SUBJECTS = ("ours", "ours-prepared", "ours-5cmd", "ours-nohooks", "ours-minimal", "adapter", "adapter-own-cli", "bare-cli",
+            "bare-cli-sandbox")
 LABELS = {
     "ours": "ours (sidecar, built-in hooks on)",
+    "ours-prepared": "ours, `_orion/session/prepare` right after `initialize` (the desktop app's path)",
     "ours-5cmd": "ours + 5 command hooks on UserPromptSubmit and 5 on PreToolUse(Bash)",
     "ours-nohooks": "ours, `builtinHooks: false`",
     "ours-minimal": "ours, `builtinHooks: false` + `sandbox: \"off\"`",
     "adapter": "adapter 0.23.1, same CLI",
     "adapter-own-cli": "adapter 0.23.1, its own CLI",
     "bare-cli": "bare CLI (stream-json)",
+    "bare-cli-sandbox": "bare CLI, OS sandbox on as ours sets it",
 }
 
 
@@ -403,11 +414,17 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
                                        transport_kwargs={"stderr": stderr, "limit": 64 * 1024 * 1024}) as (conn, proc):
             sampler = TreeSampler(proc.pid)
             await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+            if subject == "ours-prepared":
+                # Sent at once and answered whenever the CLI is up; session/new (after the idle time) takes it over.
+                prepared = asyncio.ensure_future(conn.ext_method(
+                    "orion/session/prepare", {"cwd": str(project), "mcpServers": [], "_meta": meta}))
             if idle_s:
                 # The desktop path: the app launched the agent a while before its user's first session.
                 await asyncio.sleep(idle_s)
                 wall0, t0 = time.time(), time.perf_counter()
             session = await conn.new_session(cwd=str(project), mcp_servers=[], **meta)
+            if subject == "ours-prepared" and (await prepared).get("prepared") is not True:
+                run.problems.append("session/prepare did not prepare")
             run.start_ms = (time.perf_counter() - t0) * 1000
             sid = session.session_id
             orion = (session.field_meta or {}).get("orion") or {}
@@ -458,13 +475,20 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
 # --------------------------------------------------------------------------- the bare CLI
 
 
-def bare_cli_args() -> list[str]:
+# The sandbox as the sidecar gives it to the CLI by flag settings (sidecar/sandbox.py cli_settings), for the bare CLI
+# compared with ours on the same confinement.
+BARE_SANDBOX = {"sandbox": {"enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False,
+                            "autoAllowBashIfSandboxed": False}}
+
+
+def bare_cli_args(sandbox: bool = False) -> list[str]:
     return ["--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
-            "--include-partial-messages", "--allowedTools", "Bash"]
+            "--include-partial-messages", "--allowedTools", "Bash",
+            *(["--settings", json.dumps(BARE_SANDBOX)] if sandbox else [])]
 
 
-async def run_bare(rep: int, turns: int, mock: MockServer, work: Path, cli: Path) -> Run:
-    run = Run("bare-cli", rep)
+async def run_bare(rep: int, turns: int, mock: MockServer, work: Path, cli: Path, subject: str = "bare-cli") -> Run:
+    run = Run(subject, rep)
     home, project = work / "home", work / "project"
     home.mkdir(parents=True)
     project.mkdir()
@@ -472,7 +496,7 @@ async def run_bare(rep: int, turns: int, mock: MockServer, work: Path, cli: Path
     stderr = open(work / "agent.stderr", "w")  # noqa: SIM115
     wall0, t0 = time.time(), time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        str(cli), *bare_cli_args(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr,
+        str(cli), *bare_cli_args(sandbox=subject == "bare-cli-sandbox"), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr,
         env=child_env(home, mock.url), cwd=str(project), limit=64 * 1024 * 1024)
     sampler = TreeSampler(proc.pid)
     assert proc.stdin is not None and proc.stdout is not None
@@ -594,6 +618,9 @@ METRICS = [
 RATIOS = [
     ("ours", "adapter", "ours ÷ adapter (same CLI)"),
     ("ours", "bare-cli", "ours ÷ bare CLI"),
+    ("ours-prepared", "adapter", "ours prepared ÷ adapter"),
+    ("ours-prepared", "bare-cli", "ours prepared ÷ bare CLI"),
+    ("ours", "bare-cli-sandbox", "ours ÷ bare CLI with the same sandbox"),
     ("ours-5cmd", "ours", "ours + 5 command hooks ÷ ours"),
     ("ours-nohooks", "adapter", "ours no-hooks ÷ adapter"),
     ("ours-nohooks", "bare-cli", "ours no-hooks ÷ bare CLI"),
@@ -616,17 +643,17 @@ def table(summary: dict[str, dict[str, Any]], subjects: list[str]) -> str:
         cells = []
         for key, _, _ in METRICS:
             value = summary[s]["median"][key]
-            if key == "peak_rss_root_mb" and s == "bare-cli":
+            if key == "peak_rss_root_mb" and s.startswith("bare-cli"):
                 cells.append("(= tree)")
             else:
-                cells.append(fmt(key, value) + (" (initialize)" if key == "start_ms" and s == "bare-cli" else ""))
+                cells.append(fmt(key, value) + (" (initialize)" if key == "start_ms" and s.startswith("bare-cli") else ""))
         lines.append(f"| {LABELS[s]} | " + " | ".join(cells) + " |")
     for a, b, name in RATIOS:
         if a in summary and b in summary:
             cells = []
             for key, _, _ in METRICS:
                 x, y = summary[a]["median"][key], summary[b]["median"][key]
-                skip = (key == "peak_rss_root_mb" and b == "bare-cli") or not y or y != y or x != x
+                skip = (key == "peak_rss_root_mb" and b.startswith("bare-cli")) or not y or y != y or x != x
                 cells.append("" if skip else f"**{x / y:.2f}**")
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -692,8 +719,8 @@ async def main_async(args: argparse.Namespace) -> int:
             for s in order:
                 work = root / f"{s}-{rep + 1}"
                 work.mkdir()
-                if s == "bare-cli":
-                    run = await run_bare(rep, args.turns, mock, work, cli)
+                if s.startswith("bare-cli"):
+                    run = await run_bare(rep, args.turns, mock, work, cli, s)
                 else:
                     run = await run_acp(s, rep, args.turns, mock, work, cli, pycache, args.idle)
                 status = "; ".join(run.problems) if run.problems else "ok"
