@@ -368,9 +368,10 @@ class BenchClient:
 
 # ours-5cmd: the user's own Orion settings (no trust needed) with 5 command hooks `true` on each event the turns
 # fire: UserPromptSubmit (both turns) and PreToolUse on Bash (the Bash turn).
+# Five distinct commands (`true` ignores its argument): identical hooks would run once, as in Claude Code.
 FIVE_COMMAND_HOOKS = {"hooks": {
-    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "true"} for _ in range(5)]}],
-    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"} for _ in range(5)]}],
+    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": f"true {i}"} for i in range(5)]}],
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": f"true {i}"} for i in range(5)]}],
 }}
 
 
