@@ -630,10 +630,26 @@ class SessionManager:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(touch_index)
                 result = await session.agent.prompt(text, blocks)
+                await self._after_turn(session, result)
         finally:
             if session.state == "running":
                 session.state = "idle"
         return result.to_dict()
+
+    async def _after_turn(self, session: Session, result: Any) -> None:
+        """Fire the events the CLI was not asked to call back for (`sidecar_fires`), as Claude Code fires Stop: when
+        the agent finished answering (not when the turn was cancelled or failed). Their hooks run after the answer."""
+        if result.stop_reason in ("cancelled", "error", "blocked") or result.is_error:
+            return
+        hookset = session.runner.hookset
+        hooked = session.agent.config.hook_events
+        for event in AFTER_TURN_EVENTS:
+            if hooked is None or event in hooked or not sidecar_fires(hookset, event):
+                continue
+            payload = sidecar_payload(event, session.context, stop_hook_active=False,
+                                      last_assistant_message=result.result_text,
+                                      permission_mode=session.permission_mode or "default")
+            await session.runner.fire(event, payload, session.context)
 
     async def set_mode(self, session_id: str, mode: str) -> None:
         """Switch the session's permission mode (the user's choice, from the client); a `current_mode_update` follows."""
@@ -877,4 +893,19 @@ def callback_events(hookset: HookSet) -> frozenset[str]:
     events = {spec.event for spec in hookset.entries if spec.state in _LISTENING_STATES}
     if "SessionStart" in events:
         events.add("UserPromptSubmit")
-    return frozenset(events)
+    return frozenset(event for event in events if not sidecar_fires(hookset, event))
+
+
+# Events whose hooks the sidecar can fire itself after the turn, from what the turn returned, when nothing on them
+# can change the turn: then the CLI need not stop and call back for them (one round trip less per turn).
+AFTER_TURN_EVENTS = frozenset({"Stop"})
+
+
+def sidecar_fires(hookset: HookSet, event: str) -> bool:
+    """The event has listeners, and all of them are built-in bookkeeping that runs after the answer anyway (memory,
+    turn activity): the sidecar fires it when the turn ends. A hook that could act on the turn (any user or project
+    hook, any built-in that answers) keeps the CLI's callback, and then the CLI's own payload."""
+    if event not in AFTER_TURN_EVENTS:
+        return False
+    listening = [spec for spec in hookset.entries if spec.event == event and spec.state in _LISTENING_STATES]
+    return bool(listening) and all(spec.builtin and spec.run_async for spec in listening)
