@@ -4,7 +4,7 @@ Run (from the repository root; offline; ~5-8 minutes with the defaults on a 2-co
 
     cd bench/acp_node && npm ci && cd ../..          # the adapter, @zed-industries/claude-agent-acp 0.23.1
     .venv/bin/python bench/bench_acp.py [--reps 7] [--turns 3] [--json out.json] [--no-adapter-own-cli]
-                                        [--sidecar-root DIR] [--only SUBJECT,...] [--idle SECONDS]
+                                        [--sidecar-root DIR] [--baseline-root DIR] [--only SUBJECT,...] [--idle SECONDS]
 
 ``--sidecar-root`` runs the sidecar from another directory, e.g. one commit while others work in this tree:
 ``git archive HEAD | tar -x -C /tmp/orion-HEAD``, then ``--sidecar-root /tmp/orion-HEAD``.
@@ -19,7 +19,7 @@ every subject, so all of them talk to the same local Messages API with the same 
   after ``initialize``; with ``--idle S`` the client then waits S seconds before ``session/new``, and session start
   and first model request are timed from ``session/new`` for every ACP subject (the desktop app's path: the app
   launches the agent before its user's first prompt). The bare CLI has nothing to launch early and is unchanged;
-* ``ours-5cmd``: ``ours`` plus the user's own settings with 5 command hooks ``true`` on UserPromptSubmit and 5 on
+* ``ours-5cmd``: ``ours`` plus the user's Claude Code settings (``~/.claude/settings.json``) with 5 command hooks ``true`` on UserPromptSubmit and 5 on
   PreToolUse(Bash): the cost of command hooks on a turn (``ours-5cmd ÷ ours``);
 * ``ours-nohooks``: the same with ``_meta.orion.builtinHooks: false`` (the sandbox still on);
 * ``ours-minimal``: ``builtinHooks: false`` and ``sandbox: "off"``: what the adapter does (no hooks, no sandbox);
@@ -82,6 +82,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Where `python -m sidecar` (and the scripted model) run from: this checkout, or --sidecar-root (e.g. a `git archive`
 # snapshot of one commit, when other work is in progress in the working tree).
 SIDECAR_ROOT = ROOT
+BASELINE_ROOT: Path | None = None  # --baseline-root: "ours-baseline" runs the sidecar from there, for before/after
 NODE_DIR = ROOT / "bench" / "acp_node"
 ADAPTER_JS = NODE_DIR / "node_modules" / "@zed-industries" / "claude-agent-acp" / "dist" / "index.js"
 ADAPTER_OWN_CLI = NODE_DIR / "node_modules" / "@anthropic-ai" / "claude-agent-sdk" / "cli.js"
@@ -113,10 +114,11 @@ SCENARIO = {
     "side_reply": "Bench session",
 }
 
-SUBJECTS = ("ours", "ours-prepared", "ours-5cmd", "ours-nohooks", "ours-minimal", "adapter", "adapter-own-cli", "bare-cli",
+SUBJECTS = ("ours", "ours-baseline", "ours-prepared", "ours-5cmd", "ours-nohooks", "ours-minimal", "adapter", "adapter-own-cli", "bare-cli",
             "bare-cli-sandbox")
 LABELS = {
     "ours": "ours (sidecar, built-in hooks on)",
+    "ours-baseline": "ours, the code of --baseline-root (before)",
     "ours-prepared": "ours, `_orion/session/prepare` right after `initialize` (the desktop app's path)",
     "ours-5cmd": "ours + 5 command hooks on UserPromptSubmit and 5 on PreToolUse(Bash)",
     "ours-nohooks": "ours, `builtinHooks: false`",
@@ -366,7 +368,7 @@ class BenchClient:
         pass
 
 
-# ours-5cmd: the user's own Orion settings (no trust needed) with 5 command hooks `true` on each event the turns
+# ours-5cmd: the user's own Claude Code settings (no trust needed) with 5 command hooks `true` on each event the turns
 # fire: UserPromptSubmit (both turns) and PreToolUse on Bash (the Bash turn).
 # Five distinct commands (`true` ignores its argument): identical hooks would run once, as in Claude Code.
 FIVE_COMMAND_HOOKS = {"hooks": {
@@ -383,7 +385,8 @@ def acp_command(subject: str, cli: Path) -> tuple[list[str], dict[str, str], dic
             orion["builtinHooks"] = False
         if subject == "ours-minimal":
             orion["sandbox"] = "off"
-        return [sys.executable, "-m", "sidecar"], {"PYTHONPATH": str(SIDECAR_ROOT)}, {"orion": orion}
+        root = BASELINE_ROOT if subject == "ours-baseline" and BASELINE_ROOT else SIDECAR_ROOT
+        return [sys.executable, "-m", "sidecar"], {"PYTHONPATH": str(root)}, {"orion": orion}
     extra = {"CLAUDE_CODE_EXECUTABLE": str(cli)} if subject == "adapter" else {}
     return ["node", str(ADAPTER_JS)], extra, {"claudeCode": {"options": {"allowedTools": ["Bash"]}}}
 
@@ -402,8 +405,13 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
     if subject.startswith("ours"):
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
         settings = work / "orion-user-settings.json"
-        settings.write_text(json.dumps(FIVE_COMMAND_HOOKS if subject == "ours-5cmd" else {}))
+        settings.write_text("{}")
         env["ORION_USER_SETTINGS"] = str(settings)
+        if subject == "ours-5cmd":
+            # The user's Claude Code settings: command hooks there run without project trust (Orion's own user
+            # settings take no command hooks).
+            (home / ".claude").mkdir()
+            (home / ".claude" / "settings.json").write_text(json.dumps(FIVE_COMMAND_HOOKS))
     client = BenchClient()
     complaints = len(SDK_COMPLAINTS.messages)
     mock.new_records()
@@ -411,7 +419,7 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
     sampler: TreeSampler | None = None
     try:
         wall0, t0 = time.time(), time.perf_counter()
-        async with spawn_agent_process(client, *argv, env=env, cwd=str(SIDECAR_ROOT),
+        async with spawn_agent_process(client, *argv, env=env, cwd=env.get("PYTHONPATH", str(SIDECAR_ROOT)),
                                        transport_kwargs={"stderr": stderr, "limit": 64 * 1024 * 1024}) as (conn, proc):
             sampler = TreeSampler(proc.pid)
             await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
@@ -623,6 +631,7 @@ RATIOS = [
     ("ours-prepared", "bare-cli", "ours prepared ÷ bare CLI"),
     ("ours", "bare-cli-sandbox", "ours ÷ bare CLI with the same sandbox"),
     ("ours-5cmd", "ours", "ours + 5 command hooks ÷ ours"),
+    ("ours", "ours-baseline", "ours ÷ ours before (--baseline-root)"),
     ("ours-nohooks", "adapter", "ours no-hooks ÷ adapter"),
     ("ours-nohooks", "bare-cli", "ours no-hooks ÷ bare CLI"),
     ("ours-minimal", "adapter", "ours minimal ÷ adapter"),
@@ -686,7 +695,13 @@ def code_version(root: Path) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    global SIDECAR_ROOT
+    global SIDECAR_ROOT, BASELINE_ROOT
+    if args.baseline_root:
+        BASELINE_ROOT = Path(args.baseline_root).resolve()
+    subjects_wanted = args.only.split(",") if args.only else []
+    if "ours-baseline" in subjects_wanted and BASELINE_ROOT is None:
+        print("ours-baseline needs --baseline-root", file=sys.stderr)
+        return 2
     if args.sidecar_root:
         SIDECAR_ROOT = Path(args.sidecar_root).resolve()
         if not (SIDECAR_ROOT / "sidecar" / "__main__.py").is_file():
@@ -694,7 +709,8 @@ async def main_async(args: argparse.Namespace) -> int:
             return 2
     cli = bundled_cli()
     cli_version = subprocess.run([str(cli), "--version"], capture_output=True, text=True).stdout.strip()
-    subjects = [s for s in SUBJECTS if not (s == "adapter-own-cli" and args.no_adapter_own_cli)]
+    subjects = [s for s in SUBJECTS if not (s == "adapter-own-cli" and args.no_adapter_own_cli)
+                and not (s == "ours-baseline" and BASELINE_ROOT is None)]
     if args.only:
         subjects = [s for s in subjects if s in args.only.split(",")]
     if any(s.startswith("adapter") for s in subjects) and not ADAPTER_JS.is_file():
@@ -779,6 +795,8 @@ def main() -> int:
                         help="ACP subjects wait this long after `initialize` before `session/new`, and session start "
                              "and first model request are timed from `session/new` (the desktop app's path); the bare "
                              "CLI is spawned at session time as before")
+    parser.add_argument("--baseline-root", help="also run `ours-baseline`: the sidecar from this directory (e.g. a "
+                                                  "`git archive` of an earlier commit), for before/after in one run")
     parser.add_argument("--json", help="write the summary and every sample here")
     parser.add_argument("--sidecar-root", help="run `python -m sidecar` from this directory (default: this checkout)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, homes)")
