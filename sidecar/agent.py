@@ -236,6 +236,7 @@ class AgentSession:
         self.cli_session_id: str | None = None
         self.cli_pid: int | None = None
         self._commands_sent: list[dict[str, str]] | None = None
+        self._commands_key: tuple[Any, ...] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -481,7 +482,15 @@ class AgentSession:
                         await self._emit({"sessionUpdate": "notice", "level": "warning", "source": "mcp",
                                           "text": f"MCP server {server.get('name')!r} failed to start; its tools are "
                                                   "not available in this session."})
-                commands = available_commands(message.data.get("slash_commands"), self.config.project_dir)
+                names = message.data.get("slash_commands")
+                # The CLI repeats its init message every turn: the command files are read again only when the
+                # list or the project's commands directory changed.
+                key = (tuple(names) if isinstance(names, list) else None,
+                       _mtime(self.config.project_dir / ".claude" / "commands"))
+                commands = None
+                if key != self._commands_key:
+                    self._commands_key = key
+                    commands = available_commands(names, self.config.project_dir)
                 if commands is not None and commands != self._commands_sent:
                     self._commands_sent = commands
                     await self._emit({"sessionUpdate": "available_commands_update", "availableCommands": commands})
@@ -578,6 +587,13 @@ def available_commands(names: Any, project_dir: Path) -> list[dict[str, str]] | 
         description = _command_description(project_dir / ".claude" / "commands" / f"{name}.md") or "Claude Code command"
         out.append({"name": name, "description": description})
     return out
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _command_description(path: Path) -> str | None:

@@ -340,6 +340,20 @@ async def test_a_prepared_session_with_the_clients_mcp_server_is_taken_over(tmp_
     assert not sdk_errors
 
 
+async def test_the_projects_and_the_clis_slash_commands_are_offered_once(tmp_path: Path, sdk_errors: list) -> None:
+    project_dir = project(tmp_path)
+    commands = project_dir / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review-diff.md").write_text("---\ndescription: Review the staged diff\n---\nReview $ARGUMENTS\n")
+    client = RecordingClient()
+    await one_session(client, tmp_path, project_dir, "plain", "hello", "again")
+    [update] = client.of_kind("available_commands_update")  # the CLI repeats its list each turn; sent once
+    offered = {c["name"]: c["description"] for c in update["availableCommands"]}
+    assert offered["review-diff"] == "Review the staged diff"
+    assert "compact" in offered or "init" in offered or len(offered) > 1, offered
+    assert not sdk_errors
+
+
 async def test_orion_errors_keep_clear_of_acps_codes(tmp_path: Path) -> None:
     async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
         with pytest.raises(RequestError) as unknown:
