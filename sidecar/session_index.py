@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,10 +41,16 @@ def title_of(prompt: str) -> str:
     return first if len(first) <= TITLE_MAX else first[: TITLE_MAX - 1] + "…"
 
 
+# A session's later prompts only move it up the list: its time is written at most this often (the first prompt,
+# which names it, always is). Every write is a whole-file replace with an fsync.
+TOUCH_EVERY_S = 60.0
+
+
 class SessionIndex:
     def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / "session-index.json"  # beside sessions/<id>/ (tracking), not inside it
         self._lock = threading.Lock()
+        self._touched: dict[str, float] = {}  # session id -> monotonic time of its last write here
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -91,6 +98,9 @@ class SessionIndex:
 
     def touch(self, session_id: str, prompt: str | None = None) -> None:
         """A prompt ran: the session moves up the list; its first prompt names it."""
+        last = self._touched.get(session_id)
+        if last is not None and time.monotonic() - last < TOUCH_EVERY_S:
+            return
         with self._locked():
             sessions = self._read()
             entry = sessions.get(session_id)
@@ -100,6 +110,11 @@ class SessionIndex:
             if prompt and not entry.get("title"):
                 entry["title"] = title_of(prompt)
             self._write(sessions)
+        if entry.get("title"):  # until a prompt has named it, every prompt writes
+            self._touched.pop(session_id, None)
+            self._touched[session_id] = time.monotonic()
+            if len(self._touched) > MAX_SESSIONS:
+                self._touched.pop(next(iter(self._touched)))
 
     def get(self, session_id: str) -> dict[str, Any] | None:
         with self._lock:
