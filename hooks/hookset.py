@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hooks.scoped import read_scoped
 from hooks.config import RawEntry, first_word, split_command
 from hooks.matchers import Matcher, MatcherError, compile_matcher
 from hooks.registry import HookRegistry, ProgrammaticHook, default_registry
@@ -106,6 +107,7 @@ class HookSpec:
             "failClosed": self.fail_closed,
             "async": self.run_async,
             "runs": self.runs(),
+            **({"scope": {self.scope: self.scope_value}} if self.scope != "global" and self.scope_value else {}),
         }
 
     def runs(self) -> dict[str, Any]:
@@ -285,6 +287,11 @@ def load_hookset(
     for kind, p in parsed.items():
         for raw in p.entries:
             builder.add_settings_entry(kind, p.file, raw)
+    # The project's subagents and skills with hooks of their own (hooks/scoped.py): project hooks, scoped.
+    for scoped in read_scoped(paths.project_dir, warnings):
+        warnings.extend(scoped.parsed.errors)
+        for raw in scoped.parsed.entries:
+            builder.add_settings_entry("project", scoped.parsed.file, raw, scope=(scoped.scope, scoped.name))
     for prog in registry:
         builder.add_programmatic(prog)
     builder.check_switch_names()
@@ -326,10 +333,11 @@ class _Builder:
         self._ids.add(candidate)
         return candidate
 
-    def add_settings_entry(self, kind: str, file: Path, raw: RawEntry) -> None:
+    def add_settings_entry(self, kind: str, file: Path, raw: RawEntry, *, scope: tuple[str, str] | None = None) -> None:
         config = raw.config
         digest_src = json.dumps(
-            [kind, raw.event, raw.matcher, config.model_dump(mode="json", by_alias=True) if config else raw.json_path],
+            [kind, raw.event, raw.matcher, config.model_dump(mode="json", by_alias=True) if config else raw.json_path,
+             *(list(scope) if scope else [])],
             sort_keys=True,
         )
         hid = self._unique_id(f"{kind}:{raw.event}:{hashlib.sha256(digest_src.encode()).hexdigest()[:10]}")
@@ -349,6 +357,8 @@ class _Builder:
             json_path=raw.json_path,
             cwd=raw.cwd,
             builtin=(kind == "builtin"),
+            scope=scope[0] if scope else "global",
+            scope_value=scope[1] if scope else None,
         )
         spec.log = logging.getLogger(f"hooks.hook.{spec.name}")
         where = f"{file}: {raw.json_path}"
@@ -489,12 +499,13 @@ class _Builder:
     def _prepare_executable(self, spec: HookSpec, config: Any, where: str) -> None:
         if spec.type == "command":
             spec.command = config.command
-            key = ("command", spec.event, spec.matcher or "", config.command, str(spec.cwd or ""))
+            key = ("command", spec.event, spec.matcher or "", config.command, str(spec.cwd or ""), spec.scope,
+                   spec.scope_value or "")
             self._check_command(spec, config.command, where)
             spec.pinned = pins(command_files(config.command, spec.cwd or self.paths.project_dir, self.paths.project_dir))
         elif spec.type == "python":
             spec.script = self._resolve_script(spec, config.script)
-            key = ("python", spec.event, spec.matcher or "", str(spec.script))
+            key = ("python", spec.event, spec.matcher or "", str(spec.script), spec.scope, spec.scope_value or "")
             spec.pinned = pins([spec.script])
             if not spec.script.is_file():
                 msg = f"python hook script {spec.script} does not exist; the hook will fail every time it runs"

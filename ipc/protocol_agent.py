@@ -181,6 +181,9 @@ class HookInfo(WireModel):
     # Exactly what the hook executes or contacts (command, cwd, module, url, prompt, function) and, under
     # `files`, each file it runs with its digest as loaded: what the user reviews before trusting.
     runs: dict[str, Any] = Field(default_factory=dict)
+    # Only while this runs: `{"agent": "<subagent type>"}` or `{"skill": "<skill name>"}` (hooks of a project's
+    # `.claude/agents/*.md` or `.claude/skills/*/SKILL.md`, or a programmatic hook registered with a scope).
+    scope: dict[Literal["agent", "skill"], str] | None = None
 
 
 class TrustFile(WireModel):

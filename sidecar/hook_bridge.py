@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
 from hooks.aggregate import to_hook_json
 from hooks.runner import HookRunner
+from hooks.scoped import skill_key
 from hooks.types import TOOL_EVENTS, SessionContext
 from sidecar.acp.client_tools import builtin_name
 from sidecar.permissions import PermissionBroker
@@ -47,7 +49,9 @@ class RunnerBridge:
         # as `tool_use_id`, nor the frontend as a hook_started `toolUseId` that matches no tool call.
         if event not in TOOL_EVENTS:
             tool_use_id = None
-        agg = await self.runner.fire(event, payload, self.session, tool_use_id=tool_use_id)
+        context = self._scoped_context(event, payload)
+        agg = await self.runner.fire(event, payload, context, tool_use_id=tool_use_id)
+        self._track_skill(event, payload, agg)
         if event == "UserPromptSubmit" and not agg.blocked and PENDING_SESSION_CONTEXT in self.session.state:
             start = self.session.state.pop(PENDING_SESSION_CONTEXT)
             agg.additional_context = "\n".join(filter(None, [start, agg.additional_context]))
@@ -58,6 +62,27 @@ class RunnerBridge:
         if event == "PreToolUse" and agg.decision == "ask":
             output = await self._ask(payload, agg.updated_input, agg.reason, output)
         return output
+
+    def _scoped_context(self, event: str, payload: dict[str, Any]) -> SessionContext:
+        """The session as this event sees it: inside which subagent (the CLI marks its events with `agent_type`) and
+        under which skill, so hooks scoped to a subagent or a skill fire exactly while it runs (hooks/scoped.py)."""
+        agent_type = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else None
+        agent_id = payload.get("agent_id") if isinstance(payload.get("agent_id"), str) else None
+        skill = self.session.state.get(skill_key(agent_id))
+        if agent_type is None and skill is None:
+            return self.session
+        # Shares the session's state, emitter and ids; only who is running differs.
+        return dataclasses.replace(self.session, agent_type=agent_type, skill=skill)
+
+    def _track_skill(self, event: str, payload: dict[str, Any], agg: Any) -> None:
+        agent_id = payload.get("agent_id") if isinstance(payload.get("agent_id"), str) else None
+        if event == "PostToolUse" and payload.get("tool_name") == "Skill" and not agg.blocked:
+            name = (payload.get("tool_input") or {}).get("skill")
+            if isinstance(name, str) and name:
+                self.session.state[skill_key(agent_id)] = name.lstrip("/")
+        elif event in ("Stop", "SubagentStop"):
+            # The skill ran for the rest of that agent's turn (a SubagentStop is the subagent's end).
+            self.session.state.pop(skill_key(agent_id if event == "SubagentStop" else None), None)
 
     async def _notice(self, level: str, text: str, event: str) -> None:
         try:

@@ -24,6 +24,7 @@ from hooks.hookset import HookSet, load_hookset
 from hooks.registry import HookRegistry, default_registry
 from hooks.sources import read_builtin_options
 from hooks.runner import HookRunner
+from hooks.scoped import skill_key
 from hooks.types import AggregateResult, SessionContext
 from hooks import paths as hook_paths
 from ipc.errors import (
@@ -634,6 +635,8 @@ class SessionManager:
         finally:
             if session.state == "running":
                 session.state = "idle"
+            # A skill the agent invoked ran until the end of its turn (hooks/scoped.py).
+            session.context.state.pop(skill_key(None), None)
         return result.to_dict()
 
     async def _after_turn(self, session: Session, result: Any) -> None:
@@ -890,9 +893,12 @@ def callback_events(hookset: HookSet) -> frozenset[str]:
     context it may give rides on the first prompt (the CLI starts while SessionStart hooks run, so whether they
     give any is not known yet). A hook added later on an event nothing listened to takes effect in the next
     session."""
-    events = {spec.event for spec in hookset.entries if spec.state in _LISTENING_STATES}
+    listening = [spec for spec in hookset.entries if spec.state in _LISTENING_STATES]
+    events = {spec.event for spec in listening}
     if "SessionStart" in events:
         events.add("UserPromptSubmit")
+    if any(spec.scope == "skill" for spec in listening):
+        events.add("PostToolUse")  # the Skill tool's: which skill runs from then on (hooks/scoped.py)
     return frozenset(event for event in events if not sidecar_fires(hookset, event))
 
 
