@@ -428,11 +428,15 @@ class UserMessageUpdate(WireModel):
 class AgentMessageChunkUpdate(WireModel):
     session_update: Literal["agent_message_chunk"]
     text: str
+    # Inside a subagent: the id of the Agent (Task) tool call that runs it. Absent for the main agent.
+    parent_tool_use_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class AgentThoughtChunkUpdate(WireModel):
     session_update: Literal["agent_thought_chunk"]
     text: str
+    # Inside a subagent: the id of the Agent (Task) tool call that runs it. Absent for the main agent.
+    parent_tool_use_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ToolCallUpdate(WireModel):
@@ -440,6 +444,8 @@ class ToolCallUpdate(WireModel):
     tool_use_id: str
     name: str
     input: dict[str, Any]
+    # Inside a subagent: the id of the Agent (Task) tool call that runs it. Absent for the main agent.
+    parent_tool_use_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ToolCallStatusUpdate(WireModel):
@@ -448,6 +454,8 @@ class ToolCallStatusUpdate(WireModel):
     status: Literal["completed", "failed", "denied"]
     output: Any = None
     is_error: bool = False
+    # Inside a subagent: the id of the Agent (Task) tool call that runs it. Absent for the main agent.
+    parent_tool_use_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ResultUpdate(WireModel):

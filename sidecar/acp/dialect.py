@@ -95,9 +95,20 @@ class AcpDialect:
             out["toolCallId"] = tool_call_id
         return out
 
+    @classmethod
+    def updates(cls, update: dict[str, Any]) -> list[dict[str, Any]]:
+        """One core update as ACP updates (an agent's todo list is a tool call and a plan). What a subagent does
+        carries the tool call that runs it, `_meta.orion.parentToolCallId` (ACP has no field for it)."""
+        out = cls._updates(update)
+        parent = update.get("parentToolUseId")
+        if parent:
+            for body in out:
+                meta = body.setdefault("_meta", {}).setdefault("orion", {})
+                meta["parentToolCallId"] = parent
+        return out
+
     @staticmethod
-    def updates(update: dict[str, Any]) -> list[dict[str, Any]]:
-        """One core update as ACP updates (an agent's todo list is a tool call and a plan)."""
+    def _updates(update: dict[str, Any]) -> list[dict[str, Any]]:
         kind = update.get("sessionUpdate")
         if kind == "user_message":
             # A live prompt is the client's own; it hears the user's words only when a session's history is replayed.

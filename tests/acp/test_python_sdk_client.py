@@ -354,6 +354,27 @@ async def test_the_projects_and_the_clis_slash_commands_are_offered_once(tmp_pat
     assert not sdk_errors
 
 
+async def test_what_a_subagent_does_names_the_tool_call_that_runs_it(tmp_path: Path, sdk_errors: list) -> None:
+    project_dir = project(tmp_path, "notes")
+    agents = project_dir / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "prober.md").write_text("---\nname: prober\ndescription: Runs the probe.\ntools: Bash\n---\nRun it.\n")
+    client = RecordingClient(answer=lambda request: "allow_once")
+    await one_session(client, tmp_path, project_dir, "subagent", "go", allowedTools=["Bash", "Agent"])
+    calls = client.of_kind("tool_call")
+    by_title = {c["toolCallId"]: c for c in calls}
+    agent_call = next(c for c in calls if c["rawInput"].get("subagent_type") == "prober")
+    main_bash = next(c for c in calls if c["rawInput"].get("command") == "echo from-the-main-agent")
+    sub_bash = next(c for c in calls if c["rawInput"].get("command") == "echo from-the-subagent")
+    assert sub_bash["_meta"]["orion"]["parentToolCallId"] == agent_call["toolCallId"]
+    assert "parentToolCallId" not in (main_bash.get("_meta") or {}).get("orion", {})
+    assert "parentToolCallId" not in (agent_call.get("_meta") or {}).get("orion", {})
+    done = [u for u in client.of_kind("tool_call_update") if u["toolCallId"] == sub_bash["toolCallId"]]
+    assert done and done[-1]["_meta"]["orion"]["parentToolCallId"] == agent_call["toolCallId"]
+    assert len(by_title) == len(calls)
+    assert not sdk_errors
+
+
 async def test_orion_errors_keep_clear_of_acps_codes(tmp_path: Path) -> None:
     async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
         with pytest.raises(RequestError) as unknown:
