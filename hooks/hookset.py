@@ -249,8 +249,12 @@ def _switches(parsed: dict[str, Any], overrides: frozenset[str]) -> Switches:
 
 def _misplaced_switches(parsed: dict[str, Any]) -> list[str]:
     """`claudeUserHooks` anywhere but Orion's user settings: said, and ignored (a project must not reach the user's hooks)."""
-    return [f"{p.file}: $.claudeUserHooks: only Orion's user settings may turn the user's Claude Code hooks on or off; ignored"
-            for kind, p in parsed.items() if kind != "user" and p.claude_user_hooks is not None]
+    out = [f"{p.file}: $.claudeUserHooks: only Orion's user settings may turn the user's Claude Code hooks on or off; ignored"
+           for kind, p in parsed.items() if kind != "user" and p.claude_user_hooks is not None]
+    # Options of the built-in hooks (a guard's, auto-approve's): the user's settings only (hooks/sources.py).
+    out += [f"{p.file}: $.builtin: only Orion's user settings configure the built-in hooks; ignored"
+            for kind, p in parsed.items() if kind not in ("user", "builtin") and p.builtin_options]
+    return out
 
 
 def load_hookset(
@@ -305,7 +309,7 @@ def load_hookset(
         paths=paths,
         entries=builder.specs,
         warnings=warnings,
-        builtin_options=parsed["builtin"].builtin_options,
+        builtin_options={**parsed["builtin"].builtin_options, **parsed["user"].builtin_options},
         manifest=manifest,
         trust=status,
         registry=registry,

@@ -140,6 +140,11 @@ def read_overrides(path: Path) -> tuple[frozenset[str], list[str]]:
 
 
 def read_builtin_options(project_dir: Path, vault_dir: Path | None = None) -> dict[str, dict[str, Any]]:
-    """The `builtin` section of the built-in settings file: options for the built-in hooks, read before they are built."""
+    """Options for the built-in hooks, read before they are built: the `builtin` section of the built-in settings
+    file, then, per hook, the user's own (Orion's user settings). Never a project's, a vault's or the user's Claude
+    Code settings: a cloned project must not turn a guard's options, nor turn on an approval (auto-approve)."""
     paths = SourcePaths.for_project(project_dir, vault_dir)
-    return read_settings("builtin", paths.builtin, paths.hooks_dir).builtin_options
+    options = dict(read_settings("builtin", paths.builtin, paths.hooks_dir).builtin_options)
+    for name, own in read_settings("user", paths.user, paths.hooks_dir).builtin_options.items():
+        options[name] = {**options.get(name, {}), **own}
+    return options

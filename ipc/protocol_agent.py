@@ -119,6 +119,14 @@ class SessionRef(WireModel):
     session_id: str
 
 
+class SessionContextParams(WireModel):
+    """What the user has open in the editor, for the opt-in `ambient-context` hook (file paths, no contents)."""
+
+    session_id: str
+    open_files: list[Annotated[str, Field(max_length=4096)]] = Field(default_factory=list, max_length=200)
+    active_file: Annotated[str, Field(max_length=4096)] | None = None
+
+
 class SessionCancelResult(WireModel):
     cancelled: bool
 

@@ -83,6 +83,9 @@ METHODS: dict[str, MethodSpec] = dict([
     _m("session/prepare", "SessionPrepareParams", "SessionPrepareResult",
        "Start the CLI of the next session ahead of time (no hook runs); a `session/new` with the same options "
        "takes it over and only runs its SessionStart hooks."),
+    _m("session/context", "SessionContextParams", "Empty",
+       "Tell the session what the user has open in the editor (paths): the `ambient-context` hook, when the user "
+       "turned it on, gives it to the agent with each prompt."),
     _m("session/prompt", "SessionPromptParams", "SessionPromptResult",
        "Run one prompt to completion; `session/update` events stream meanwhile. -31003 if one is already running."),
     _m("session/cancel", "SessionRef", "SessionCancelResult", "Cancel the running prompt of a session, if any."),

@@ -111,3 +111,35 @@ class RunnerBridge:
             specific["permissionDecision"] = "deny"
             specific["permissionDecisionReason"] = answer.message or "The user denied this tool call."
         return {**output, "hookSpecificOutput": specific}
+
+
+class HookedAsker:
+    """The CLI's permission ask (`can_use_tool`) as Claude Code handles a permission dialog: the PermissionRequest
+    hooks answer first, and only when none decides is the user asked (through the broker).
+
+    The sidecar fires PermissionRequest itself, here, rather than on the CLI's PermissionRequest callback: the CLI
+    dispatches that callback and `can_use_tool` concurrently, so the user could already be looking at a question
+    the hooks answer. A call the user already approved (a hook's ask) goes straight through."""
+
+    __slots__ = ("bridge", "broker")
+
+    def __init__(self, bridge: RunnerBridge, broker: PermissionBroker) -> None:
+        self.bridge = bridge
+        self.broker = broker
+
+    async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None,
+                  *, from_hook: bool = False) -> Any:
+        from sidecar.agent import PermissionAnswer
+        from sidecar.sessions import sidecar_payload
+
+        runner, session = self.bridge.runner, self.bridge.session
+        already = tool_use_id is not None and self.broker.approved_calls.get(tool_use_id) == tool_input
+        if not from_hook and not already and runner.hookset.active_for("PermissionRequest"):
+            payload = sidecar_payload("PermissionRequest", session, tool_name=builtin_name(tool_name),
+                                      tool_input=dict(tool_input), permission_suggestions=[])
+            agg = await runner.fire("PermissionRequest", payload, session, tool_use_id=tool_use_id)
+            if agg.decision == "allow":
+                return PermissionAnswer(True, updated_input=agg.updated_input)
+            if agg.decision == "deny":
+                return PermissionAnswer(False, message=agg.reason or "Denied by a PermissionRequest hook.")
+        return await self.broker.ask(tool_name, tool_input, tool_use_id, reason, from_hook=from_hook)

@@ -382,7 +382,7 @@ class SessionManager:
         phases.mark("sdk import")
         from sidecar.agent import AgentConfig, AgentSession
         from sidecar.evaluator import SdkModelClient
-        from sidecar.hook_bridge import RunnerBridge
+        from sidecar.hook_bridge import HookedAsker, RunnerBridge
         from sidecar.permissions import PermissionBroker
         from sidecar.sandbox import cli_settings
         from sidecar.sdk_env import ModelConfigError, NoCredential, build_model_env
@@ -475,7 +475,7 @@ class SessionManager:
             hook_events=callback_events(hookset),
             resume=sid if resume else None,
         )
-        agent = AgentSession(config, bridge, broker, on_update, on_compact=on_compact)
+        agent = AgentSession(config, bridge, HookedAsker(bridge, broker), on_update, on_compact=on_compact)
         return Built(sid=sid, project=project, vault=vault, model=model, model_name=model_name, hookset=hookset,
                      settings=settings, sandbox=sandbox, context=context, runner=runner, agent=agent,
                      permission_mode=permission_mode, client_tools=client_tools,
@@ -899,12 +899,15 @@ def callback_events(hookset: HookSet) -> frozenset[str]:
         events.add("UserPromptSubmit")
     if any(spec.scope == "skill" for spec in listening):
         events.add("PostToolUse")  # the Skill tool's: which skill runs from then on (hooks/scoped.py)
-    return frozenset(event for event in events if not sidecar_fires(hookset, event))
+    return frozenset(event for event in events if not sidecar_fires(hookset, event) and event not in SIDECAR_EVENTS)
 
 
 # Events whose hooks the sidecar can fire itself after the turn, from what the turn returned, when nothing on them
 # can change the turn: then the CLI need not stop and call back for them (one round trip less per turn).
 AFTER_TURN_EVENTS = frozenset({"Stop"})
+# Events the sidecar fires itself at the moment they happen, never on the CLI's callback: PermissionRequest, when
+# the CLI asks `can_use_tool` (sidecar/hook_bridge.py HookedAsker; the CLI's own callback races that ask).
+SIDECAR_EVENTS = frozenset({"PermissionRequest"})
 
 
 def sidecar_fires(hookset: HookSet, event: str) -> bool:

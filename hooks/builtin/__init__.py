@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hooks.builtin import context as ctx_hooks
-from hooks.builtin import lifecycle, memory_hooks
+from hooks.builtin import lifecycle, memory_hooks, user_choice
 from hooks.builtin.common import BuiltinEnv, Options
 from hooks.builtin.document_guard import make_document_guard
 from hooks.builtin.env_isolation import make_env_isolation
@@ -36,6 +36,8 @@ class BuiltinSpec:
     # path, in order per session, and is never dropped (the runner waits for it at session end and before
     # memory/search reads).
     after_answer: bool = False
+    # Off unless the user's own settings turn it on ({"enabled": true}); the opt-in hooks of hooks/builtin/user_choice.py.
+    default_enabled: bool = True
 
 
 # Registration order is execution order for blocking events (docs/BUILTIN_HOOKS.md).
@@ -67,6 +69,10 @@ BUILTIN_HOOKS: tuple[BuiltinSpec, ...] = (
     BuiltinSpec("memory-observe", "PostToolUse", memory_hooks.make_memory_observe, timeout=10, after_answer=True),
     BuiltinSpec("memory-summary", "Stop", memory_hooks.make_memory_summary, timeout=30, after_answer=True),
     BuiltinSpec("memory-complete", "SessionEnd", memory_hooks.make_memory_complete, timeout=10),
+    # the user's choices (off by default; only the user's settings turn them on)
+    BuiltinSpec("ambient-context", "UserPromptSubmit", user_choice.make_ambient_context, timeout=5,
+                default_enabled=False),
+    BuiltinSpec("auto-approve", "PermissionRequest", user_choice.make_auto_approve, timeout=5, default_enabled=False),
 )
 
 BUILTIN_HOOK_NAMES: tuple[str, ...] = tuple(dict.fromkeys(spec.name for spec in BUILTIN_HOOKS))
@@ -89,7 +95,7 @@ def builtin_registry(options: Mapping[str, Mapping[str, Any]] | None = None, *, 
     registry = HookRegistry()
     for spec in BUILTIN_HOOKS:
         opts = dict(options.get(spec.name) or {})
-        if opts.get("enabled", True) is False:
+        if opts.get("enabled", spec.default_enabled) is not True:
             continue
         registry.register(
             spec.event,

@@ -50,6 +50,14 @@ def register(app: SidecarApp) -> None:
             builtin_hooks=params.builtin_hooks,
         ))
 
+    @app.method("session/context")
+    async def session_context(params: p.SessionContextParams, call: CallContext) -> p.Empty:
+        from hooks.builtin.user_choice import CLIENT_CONTEXT
+
+        session = session_manager(app).live(params.session_id)
+        session.context.state[CLIENT_CONTEXT] = {"openFiles": list(params.open_files), "activeFile": params.active_file}
+        return p.Empty()
+
     @app.method("session/prompt")
     async def session_prompt(params: p.SessionPromptParams, call: CallContext) -> dict:
         result = await session_manager(app).prompt(params.session_id, params.prompt)
