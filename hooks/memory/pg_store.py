@@ -51,13 +51,16 @@ from hooks.redaction import redact
 
 T = TypeVar("T")
 log = logging.getLogger("hooks.memory")
+# The pool logs every failed connection attempt as a warning: while the server is down that would be a line (and a
+# `log` event to the frontend) every few seconds. The store reports an outage once itself.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 SCHEMA = "orion_memory"
 SCHEMA_VERSION = 1
 # pg_advisory_xact_lock's key: any constant every sidecar agrees on ("orion_me" as a big-endian int64).
 MIGRATION_LOCK = 0x6F72696F6E5F6D65
 CONNECT_TIMEOUT_S = 3
-POOL_WAIT_S = 5.0
+POOL_WAIT_S = 2.0  # how long a write waits for a connection before it is queued instead (hooks time out at 10 s)
 POOL_MAX = 4
 RETRY_MIN_S = 0.2
 RETRY_MAX_S = 5.0
@@ -284,7 +287,7 @@ class PostgresMemoryStore:
         # fresh connection tells a broken pooled connection from a server that is gone.
         try:
             return self._apply(op)
-        except _CONNECTION_ERRORS:
+        except (psycopg.OperationalError, psycopg.InterfaceError):
             return self._apply(op)
 
     def _apply(self, op: Op) -> Any:
