@@ -43,7 +43,7 @@ def _free_port() -> int:
 class PgServer:
     """One throwaway cluster. `url(db)` gives a postgresql:// URL with the password; `create_database()` a fresh db."""
 
-    def __init__(self, base: Path | None = None) -> None:
+    def __init__(self, base: Path | None = None, *, durable: bool = False) -> None:
         bin_dir = find_bin_dir()
         if bin_dir is None:
             raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql; scripts/bootstrap.sh does it)")
@@ -75,8 +75,10 @@ class PgServer:
         pwfile.unlink()
         with (self.data / "postgresql.conf").open("a") as fh:
             fh.write(f"\nport = {self.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{self.sock}'\n"
-                     "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 200\n"
-                     "shared_buffers = 128MB\n")
+                     "max_connections = 200\nshared_buffers = 128MB\n")
+            # Tests trade durability for speed; a benchmark keeps PostgreSQL's defaults (fsync per commit).
+            if not durable:
+                fh.write("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n")
         self.start()
 
     def _run(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
