@@ -14,11 +14,8 @@ runs) for a common word (in ~1/3 of the rows), a medium one (~1 %), a rare one (
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import random
-import sqlite3
-import statistics
 import sys
 import tempfile
 import time
@@ -27,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hooks.memory.config import load_config  # noqa: E402
-from hooks.memory.pg_store import SCHEMA, PostgresMemoryStore  # noqa: E402
+from hooks.memory.pg_store import PostgresMemoryStore  # noqa: E402
 from hooks.memory.store import MemoryStore  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 

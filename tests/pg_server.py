@@ -17,7 +17,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 SUPERUSER = "orion_test"
@@ -102,19 +101,6 @@ class PgServer:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
-
-    def wait_ready(self, timeout: float = 30) -> None:
-        import psycopg
-
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with psycopg.connect(self.url(), connect_timeout=2):
-                    return
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
 
     def destroy(self) -> None:
         self.stop("immediate")
