@@ -199,10 +199,10 @@ class PostgresMemoryStore:
         self._closed = False
         self._wake = threading.Event()
         self._flushed = threading.Condition()
+        self._conn_kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
+                                             "row_factory": dict_row, "options": f"-c search_path={SCHEMA}"}
         self.pool = ConnectionPool(
-            config.url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_WAIT_S,
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S, "row_factory": dict_row,
-                    "options": f"-c search_path={SCHEMA}"},
+            config.url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_WAIT_S, kwargs=self._conn_kwargs,
             check=ConnectionPool.check_connection, reconnect_timeout=0, name="orion-memory",
         )
         self.pool.open(wait=False)
@@ -219,9 +219,13 @@ class PostgresMemoryStore:
         return f"PostgreSQL at {self.config.redacted_url} ({self.config.source})"
 
     def _connect(self) -> bool:
-        """Check the server and migrate once; False (reported once) when it cannot be reached."""
+        """Check the server and migrate once; False (reported once) when it cannot be reached.
+
+        A connection of its own, not the pool's: a refused connection fails at once here, where the pool would
+        wait its whole timeout for a background attempt (and the first store is opened under a lock).
+        """
         try:
-            with self.pool.connection() as conn:
+            with psycopg.connect(self.config.url, **self._conn_kwargs) as conn:
                 if not self._migrated:
                     migrate(conn)
                     self._migrated = True

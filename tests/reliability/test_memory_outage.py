@@ -138,3 +138,23 @@ async def test_an_unreachable_database_at_start_costs_the_session_nothing(tmp_pa
     reports = outage_reports(caplog)
     assert len(reports) == 1 and "ORION_MEMORY_URL" in reports[0] and "orion:***@127.0.0.1:9" in reports[0]
     assert PASSWORD not in caplog.text
+
+
+@pytest.mark.cli
+@pytest.mark.asyncio
+async def test_a_real_sidecar_goes_on_without_the_database_and_says_so_once(tmp_path: Path) -> None:
+    from tests.e2e.conftest import open_sidecar
+
+    env = {"ORION_MEMORY_URL": f"postgresql://orion:{PASSWORD}@127.0.0.1:9/memory"}
+    async with open_sidecar(tmp_path, "hooked", env=env) as run:
+        sid = (await run.new_session("plain"))["sessionId"]
+        answers = [await run.prompt(sid, f"remember the {word} heron") for word in ("grey", "blue")]
+        await run.end(sid)
+        memory_hooks = [e for e in run.named("hook_response", sid) if e["hookName"].startswith("memory-")]
+        logs = run.named("log")
+        await run.client.close()
+    assert [a["stopReason"] for a in answers] == ["end_turn", "end_turn"]
+    assert memory_hooks and {e["outcome"] for e in memory_hooks} == {"success"}, [(e["hookName"], e["outcome"], e.get("durationMs")) for e in memory_hooks]
+    about_memory = [e for e in logs if "memory:" in json.dumps(e)]
+    assert len(about_memory) == 1 and "ORION_MEMORY_URL" in json.dumps(about_memory[0]), about_memory
+    assert PASSWORD not in json.dumps(run.events and [e.params for e in run.events]) + run.client.stderr_text()
