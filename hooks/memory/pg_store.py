@@ -231,10 +231,9 @@ class PostgresMemoryStore:
                     self._migrated = True
                 else:
                     conn.execute("SELECT 1")
-        except _CONNECTION_ERRORS as exc:
-            self._went_down(exc)
-            return False
-        except SchemaTooNewError as exc:
+        except (psycopg.Error, PoolTimeout, SchemaTooNewError) as exc:
+            # Any failure to reach or set up the database (a refused or malformed URL, bad credentials, a newer
+            # schema) is the same to the session: memory waits, reported once.
             self._went_down(exc)
             return False
         self._came_up()
