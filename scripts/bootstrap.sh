@@ -20,6 +20,22 @@ if [ "$(uname -s)" = Linux ] && { ! command -v bwrap >/dev/null 2>&1 || ! comman
         fi
     fi
 fi
+# The memory tests run against a real PostgreSQL server (tests/pg_server.py starts one in a temp dir): the
+# distribution's server package, installed only when no initdb/pg_ctl is found, as root (CI) or through sudo.
+if [ "$(uname -s)" = Linux ] && ! command -v pg_ctl >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="$(command -v sudo || true)"
+        if [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; then
+            echo "[setup] installing postgresql (the team-memory tests start a real server)" >&2
+            $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >&2 \
+                || { $sudo apt-get update -q >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >&2; } \
+                || echo "[setup] warning: could not install postgresql; the PostgreSQL memory tests will fail" >&2
+        else
+            echo "[setup] warning: postgresql missing and not root: the PostgreSQL memory tests will fail" >&2
+        fi
+    fi
+fi
 if [ ! -x "$venv/bin/python" ]; then
     echo "[setup] creating virtual environment in $venv" >&2
     "$py" -m venv "$venv"

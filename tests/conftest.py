@@ -21,4 +21,31 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("ORION_CLAUDE_USER_SETTINGS", str(home / ".claude" / "settings.json"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("HOOK_DEBUG", raising=False)
+    # The memory backend is the user's choice: a developer's team database must never receive test data.
+    for name in ("ORION_MEMORY_URL", "ORION_MEMORY_TEAM", "ORION_MEMORY_USER"):
+        monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for the whole run (tests/pg_server.py), started on first use."""
+    from tests.pg_server import PgServer, find_bin_dir
+
+    if find_bin_dir() is None:
+        pytest.fail("PostgreSQL is not installed: the memory tests run against a real server "
+                    "(apt-get install postgresql, which scripts/bootstrap.sh does)")
+    server = PgServer()
+    yield server
+    server.destroy()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def memory_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per memory backend: the local SQLite file, and a fresh database on a real PostgreSQL."""
+    from hooks.memory.store import close_all_stores
+
+    if request.param == "postgres":
+        monkeypatch.setenv("ORION_MEMORY_URL", request.getfixturevalue("pg_server").create_database())
+    yield request.param
+    close_all_stores()

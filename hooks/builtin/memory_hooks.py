@@ -13,7 +13,7 @@ from hooks.builtin.common import BuiltinEnv, Options, as_text, clip, context
 from hooks.builtin.env_isolation import display_command
 from hooks.builtin.transcript import last_messages
 from hooks.memory.identity import ProjectIdentity, project_identity
-from hooks.memory.store import MemoryStore, memory_db_path, open_store
+from hooks.memory.store import MemoryStore, memory_exists, open_store
 from hooks.memory.tags import strip_tags, strip_tags_value
 from hooks.redaction import redact, redact_value
 from hooks.types import HookContext, HookFunction, HookOutput
@@ -84,6 +84,12 @@ async def _project(env: BuiltinEnv, ctx: HookContext, payload: dict[str, Any]) -
     return await anyio.to_thread.run_sync(project_identity, env.data(ctx), base)
 
 
+async def _project_key(env: BuiltinEnv, ctx: HookContext, payload: dict[str, Any], store: MemoryStore) -> str:
+    """What the store files this project's memory under: its id, or on a team database the shared name the user gave it."""
+    identity = await _project(env, ctx, payload)
+    return store.project_key(identity.id, identity.path)
+
+
 def _store_opener(env: BuiltinEnv):
     async def store_for(ctx: HookContext) -> MemoryStore:
         return await anyio.to_thread.run_sync(open_store, env.data(ctx))
@@ -98,13 +104,14 @@ def make_memory_context(opts: Options, env: BuiltinEnv) -> HookFunction:
     store_for = _store_opener(env)
 
     async def memory_context(payload: dict[str, Any], ctx: HookContext) -> HookOutput | None:
-        if not memory_db_path(env.data(ctx)).exists():
+        if not await anyio.to_thread.run_sync(memory_exists, env.data(ctx)):
             return None
         store = await store_for(ctx)
         project = await _project(env, ctx, payload)
+        key = store.project_key(project.id, project.path)
         items = await store.run(
             lambda: store.recent_context(
-                project.id, exclude_session=_session_id(ctx, payload), summaries=n_summaries, observations=n_observations
+                key, exclude_session=_session_id(ctx, payload), summaries=n_summaries, observations=n_observations
             )
         )
         if not items.summaries and not items.observations:
@@ -137,7 +144,7 @@ def make_memory_session(opts: Options, env: BuiltinEnv) -> HookFunction:
             return None
         store = await store_for(ctx)
         sid = _session_id(ctx, payload)
-        project = (await _project(env, ctx, payload)).id
+        project = await _project_key(env, ctx, payload, store)
         number = await store.run(store.begin_prompt, sid, project)
         cleaned = clean_text(prompt, PROMPT_CHARS)
         ctx.state["memory_prompt_number"] = number
@@ -175,7 +182,7 @@ def make_memory_observe(opts: Options, env: BuiltinEnv) -> HookFunction:
         store = await store_for(ctx)
         sid = _session_id(ctx, payload)
         number = ctx.state.get("memory_prompt_number") or await store.run(store.current_prompt_number, sid)
-        project = (await _project(env, ctx, payload)).id
+        project = await _project_key(env, ctx, payload, store)
         await store.run(store.add_observation, sid, project, int(number), tool, text)
         return None
 
@@ -211,7 +218,7 @@ def make_memory_summary(opts: Options, env: BuiltinEnv) -> HookFunction:
         store = await store_for(ctx)
         sid = _session_id(ctx, payload)
         number = ctx.state.get("memory_prompt_number") or await store.run(store.current_prompt_number, sid)
-        project = (await _project(env, ctx, payload)).id
+        project = await _project_key(env, ctx, payload, store)
         await store.run(store.upsert_summary, sid, project, int(number), request, outcome)
         return None
 
@@ -222,7 +229,7 @@ def make_memory_complete(opts: Options, env: BuiltinEnv) -> HookFunction:
     store_for = _store_opener(env)
 
     async def memory_complete(payload: dict[str, Any], ctx: HookContext) -> None:
-        if not memory_db_path(env.data(ctx)).exists():
+        if not await anyio.to_thread.run_sync(memory_exists, env.data(ctx)):
             return None
         store = await store_for(ctx)
         await store.run(store.complete_session, _session_id(ctx, payload), payload.get("reason"))

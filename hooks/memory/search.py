@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
 from hooks.memory.identity import lookup_project
-from hooks.memory.store import memory_db_path, open_store
+from hooks.memory.store import memory_exists, open_store
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -17,7 +18,7 @@ MAX_LIMIT = 100
 async def search_memory(
     data_dir: Path, query: str, *, project: str | None = None, limit: int = DEFAULT_LIMIT
 ) -> list[dict[str, Any]]:
-    """FTS5 search: `[{kind, sessionId, project, text, snippet, createdAt, score}]`, best first.
+    """Full-text search (FTS5, or Postgres' on a team database): `[{kind, sessionId, project, text, snippet, createdAt, score}]`, best first.
 
     `kind` is "prompt", "observation" or "summary"; `snippet` marks the matched
     words with « »; `createdAt` is ISO 8601 UTC; `project` is the project's id
@@ -31,11 +32,14 @@ async def search_memory(
         return []
 
     def run() -> list[dict[str, Any]]:
-        if not memory_db_path(data_dir).exists():
+        if not memory_exists(data_dir):
             return []
-        # Memory is keyed by project id; a caller may name the project by its folder instead.
+        store = open_store(data_dir)
+        # Memory is keyed by project id (or the team name the user shared it under); a caller may name the folder.
         key = lookup_project(data_dir, project) if project else None
-        return open_store(data_dir).search(query, project=key, limit=limit)
+        if project and key and os.path.isabs(os.path.expanduser(project)):
+            key = store.project_key(key, os.path.expanduser(project))
+        return store.search(query, project=key, limit=limit)
 
     return await anyio.to_thread.run_sync(run)
 

@@ -3,7 +3,11 @@
 Exceptions:
 
     MemoryStoreError
-     └── SchemaTooNewError   the file was written by a newer sidecar; we refuse to touch it
+     └── SchemaTooNewError   the file (or database) was written by a newer sidecar; we refuse to touch it
+
+`open_store(data_dir)` is the one way in: this SQLite file by default, the
+team's PostgreSQL database (hooks/memory/pg_store.py, same methods) when the
+user's settings or `ORION_MEMORY_URL` name one (hooks/memory/config.py).
 
 Every method here is synchronous and does blocking I/O; async callers go
 through `MemoryStore.run(...)`, which hops to a worker thread. One connection
@@ -13,6 +17,7 @@ simpler to reason about than a connection per thread.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sqlite3
@@ -26,6 +31,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from hooks.memory.config import MemoryConfig, MemoryConfigError, install_id, load_config
 from hooks.private_files import fix_file_mode, open_private, private_data_dir
 from hooks.redaction import redact
 
@@ -131,6 +137,8 @@ def fts_query(query: str) -> str | None:
 class MemoryStore:
     """One SQLite memory database. Methods are blocking; use `await store.run(store.method, ...)` from async code."""
 
+    backend = "sqlite"
+
     def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self._clock = clock
@@ -159,6 +167,19 @@ class MemoryStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def describe(self) -> str:
+        return f"SQLite at {self.path}"
+
+    def project_key(self, project_id: str, project_dir: str | Path | None) -> str:
+        """The key memory of a project is filed under: on one machine, always its id."""
+        return project_id
+
+    def wait_flushed(self, timeout: float) -> bool:
+        return True  # every write is on disk when its call returns
+
+    def status(self) -> dict[str, Any]:
+        return {"backend": self.backend, "path": str(self.path), "up": True, "pending": 0, "dropped": 0}
 
     def _migrate(self) -> None:
         with self._lock:
@@ -366,17 +387,65 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-_stores: dict[Path, MemoryStore] = {}
+_stores: dict[Any, Any] = {}
 _stores_lock = threading.Lock()
+_reported: set[str] = set()
+log = logging.getLogger("hooks.memory")
 
 
 def memory_db_path(data_dir: Path) -> Path:
     return data_dir / "memory.sqlite3"
 
 
-def open_store(data_dir: Path) -> MemoryStore:
-    """The process-wide store for `<data_dir>/memory.sqlite3`, opened on first use (blocking; call off the loop)."""
+def _report_once(message: str) -> None:
+    if message not in _reported:
+        _reported.add(message)
+        log.error("%s", message)
+
+
+def current_config() -> MemoryConfig:
+    """This process's memory configuration; an unusable one is reported once and the local SQLite file used instead.
+
+    Falling back keeps memory on the machine: nothing leaves it because of a typo.
+    """
+    try:
+        return load_config()
+    except MemoryConfigError as exc:
+        _report_once(f"memory: {exc}; using the local SQLite memory until it is fixed")
+        return MemoryConfig(backend="sqlite")
+
+
+def memory_exists(data_dir: Path) -> bool:
+    """Whether there can be anything to read: the SQLite file exists, or a team database holds this install's rows."""
+    config = current_config()
+    if config.backend == "sqlite":
+        return memory_db_path(data_dir).exists()
+    return bool(config.team) or install_id(data_dir, create=False) is not None
+
+
+def open_store(data_dir: Path) -> Any:
+    """The process-wide store for this data dir and configuration, opened on first use (blocking; call off the loop).
+
+    A `MemoryStore` (SQLite) or a `PostgresMemoryStore`: the same methods.
+    """
+    config = current_config()
     path = memory_db_path(data_dir).resolve()
+    if config.backend == "postgres":
+        key: Any = (path, config.cache_key())
+        with _stores_lock:
+            store = _stores.get(key)
+            if store is None:
+                try:
+                    from hooks.memory.pg_store import PostgresMemoryStore
+                except ImportError as exc:
+                    _report_once(f"memory: {config.source} names a PostgreSQL database but psycopg is not installed "
+                                 f"({exc}); install the extra: pip install 'orion-sidecar[postgres]'. Using the local "
+                                 "SQLite memory meanwhile")
+                else:
+                    store = _stores[key] = PostgresMemoryStore(config, Path(data_dir))
+                    return store
+            else:
+                return store
     with _stores_lock:
         store = _stores.get(path)
         if store is None:

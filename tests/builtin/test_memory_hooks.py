@@ -13,6 +13,9 @@ from tests.builtin.harness import sandbox
 
 KEY = "ghp_" + "Z9y8X7w6V5" * 4
 
+# Every test here runs twice: on the local SQLite file and on a real PostgreSQL (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("memory_backend")
+
 
 async def scripted_session(sb, session_id="sess-1"):
     await sb.fire("SessionStart", {"source": "startup"}, session_id=session_id)

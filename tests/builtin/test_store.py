@@ -1,4 +1,4 @@
-"""The SQLite memory store itself: schema, WAL, transactions, FTS and concurrency."""
+"""The memory store itself: schema, WAL, transactions, FTS and concurrency, on SQLite and on a real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ import threading
 
 import pytest
 
-from hooks.memory.store import MemoryStore, SchemaTooNewError, fts_query
+from hooks.memory.store import MemoryStore, SchemaTooNewError, fts_query, open_store
+
+# Raw SQL for one session row (the Postgres table also records who wrote it).
+_INSERT_SESSION = {
+    "sqlite": "INSERT INTO sessions (session_id, project, started_at, updated_at) VALUES ('s', 'p', 0, 0)",
+    "postgres": "INSERT INTO sessions (owner, team, shared, session_id, project, started_at, updated_at)"
+                " VALUES ('me', '', false, 's', 'p', 0, 0)",
+}
 
 
 def test_schema_is_versioned_in_wal_mode(tmp_path):
@@ -30,21 +37,22 @@ def test_a_newer_schema_is_refused(tmp_path):
         MemoryStore(path)
 
 
-def test_a_failed_write_rolls_back_everything(tmp_path):
-    store = MemoryStore(tmp_path / "m.sqlite3")
+def test_a_failed_write_rolls_back_everything(tmp_path, memory_backend):
+    store = open_store(tmp_path)
+    assert store.backend == memory_backend
 
     def tx(conn):
-        conn.execute("INSERT INTO sessions (session_id, project, started_at, updated_at) VALUES ('s', 'p', 0, 0)")
+        conn.execute(_INSERT_SESSION[memory_backend])
+        assert conn.execute("SELECT COUNT(*) AS n FROM sessions").fetchone()[0 if memory_backend == "sqlite" else "n"] == 1
         raise RuntimeError("crash mid-transaction")
 
     with pytest.raises(RuntimeError):
         store._write(tx)
-    assert store.session("s") is None
-    store.close()
+    assert store._read("SELECT COUNT(*) AS n FROM sessions") == [{"n": 0}]
 
 
-def test_concurrent_writers_from_threads(tmp_path):
-    store = MemoryStore(tmp_path / "m.sqlite3")
+def test_concurrent_writers_from_threads(tmp_path, memory_backend):
+    store = open_store(tmp_path)
     errors = []
 
     def work(n):
@@ -63,7 +71,7 @@ def test_concurrent_writers_from_threads(tmp_path):
     assert errors == []
     assert store._read("SELECT COUNT(*) AS n FROM observations") == [{"n": 100}]
     assert len(store.search("thread step", limit=100)) == 100
-    store.close()
+    assert [p for p in range(4) if store.current_prompt_number(f"s{p}") != 25] == []
 
 
 def test_fts_query_quotes_every_word():

@@ -88,6 +88,7 @@ def _fresh_identity_cache():
     forget_cache()
 
 
+@pytest.mark.usefixtures("memory_backend")  # on SQLite and on PostgreSQL
 @pytest.mark.asyncio
 async def test_two_folders_named_app_get_separate_memory(tmp_path: Path) -> None:
     mine, theirs = folder(tmp_path / "work" / "app"), folder(tmp_path / "downloads" / "app")
@@ -103,6 +104,7 @@ async def test_two_folders_named_app_get_separate_memory(tmp_path: Path) -> None
     assert await search_memory(sessions.data, "quartzfalcon", project="app") == []
 
 
+@pytest.mark.usefixtures("memory_backend")  # on SQLite and on PostgreSQL
 @pytest.mark.asyncio
 async def test_a_cloned_project_cannot_claim_another_projects_memory(tmp_path: Path) -> None:
     victim, attacker = folder(tmp_path / "src" / "app"), folder(tmp_path / "clones" / "app")
@@ -118,6 +120,7 @@ async def test_a_cloned_project_cannot_claim_another_projects_memory(tmp_path: P
     assert "privateledger" not in await sessions.recall(attacker)
 
 
+@pytest.mark.usefixtures("memory_backend")  # on SQLite and on PostgreSQL
 @pytest.mark.asyncio
 async def test_a_symlink_to_the_project_is_the_same_project(tmp_path: Path) -> None:
     real = folder(tmp_path / "work" / "app")
@@ -129,6 +132,7 @@ async def test_a_symlink_to_the_project_is_the_same_project(tmp_path: Path) -> N
     assert project_identity(sessions.data, link) == project_identity(sessions.data, real)
 
 
+@pytest.mark.usefixtures("memory_backend")  # on SQLite and on PostgreSQL
 @pytest.mark.asyncio
 async def test_a_moved_folder_keeps_its_memory_and_a_copy_starts_empty(tmp_path: Path) -> None:
     original = folder(tmp_path / "old" / "app")
@@ -154,6 +158,7 @@ def xattrs_supported(path: Path) -> bool:
     return True
 
 
+@pytest.mark.usefixtures("memory_backend")  # on SQLite and on PostgreSQL
 @pytest.mark.asyncio
 async def test_a_new_folder_at_an_old_projects_path_starts_empty(tmp_path: Path) -> None:
     if not xattrs_supported(tmp_path):
@@ -167,6 +172,7 @@ async def test_a_new_folder_at_an_old_projects_path_starts_empty(tmp_path: Path)
     assert "rustyanchor" not in await sessions.recall(path)
 
 
+@pytest.mark.usefixtures("memory_backend")  # on SQLite and on PostgreSQL
 @pytest.mark.asyncio
 async def test_a_corrupt_registry_costs_memory_continuity_not_the_session(tmp_path: Path) -> None:
     app = folder(tmp_path / "app")

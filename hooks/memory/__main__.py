@@ -1,0 +1,80 @@
+"""`python -m hooks.memory`: which memory backend is in use, and importing a local SQLite memory into the team database."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+
+from hooks.memory.config import MemoryConfigError, load_config, redact_url
+from hooks.paths import data_dir as default_data_dir
+
+
+def _config(args: argparse.Namespace):
+    if args.url:
+        return dataclasses.replace(load_config({**os.environ, "ORION_MEMORY_URL": args.url}), source="--url")
+    return load_config()
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from hooks.memory.importer import import_sqlite
+
+    config = _config(args)
+    if config.backend != "postgres":
+        print("import-to-postgres: no PostgreSQL database configured: set ORION_MEMORY_URL, memory.url in the user "
+              "settings, or pass --url", file=sys.stderr)
+        return 2
+    data = Path(args.data_dir) if args.data_dir else default_data_dir()
+    try:
+        report = import_sqlite(data, config)
+    except (FileNotFoundError, ConnectionError) as exc:
+        print(f"import-to-postgres: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps({"imported": report.as_dict(), "into": redact_url(config.url or "")}))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from hooks.memory.store import close_all_stores, open_store
+
+    config = _config(args)
+    if config.backend == "postgres" and args.url:
+        from hooks.memory.pg_store import PostgresMemoryStore
+
+        store = PostgresMemoryStore(config, Path(args.data_dir) if args.data_dir else default_data_dir())
+    else:
+        store = open_store(Path(args.data_dir) if args.data_dir else default_data_dir())
+    try:
+        status = store.status()
+    finally:
+        store.close()
+        close_all_stores()
+    print(json.dumps(status))
+    return 0 if status.get("up") else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hooks.memory", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, func, helptext in (
+        ("import-to-postgres", cmd_import, "copy <data dir>/memory.sqlite3 into the PostgreSQL memory (idempotent)"),
+        ("status", cmd_status, "the backend in use, whether it answers, and writes waiting for it (exit 1 when down)"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--data-dir", default=None, help="Orion's data directory (default: $ORION_DATA_DIR or its default)")
+        p.add_argument("--url", default=None, help="postgresql:// URL (default: ORION_MEMORY_URL, else memory.url in "
+                                                   "the user's settings)")
+        p.set_defaults(func=func)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except MemoryConfigError as exc:
+        print(f"memory: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
