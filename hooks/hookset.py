@@ -26,7 +26,7 @@ from hooks.config import RawEntry, first_word, split_command
 from hooks.matchers import Matcher, MatcherError, compile_matcher
 from hooks.registry import HookRegistry, ProgrammaticHook, default_registry
 from hooks.manifest import INTERPRETER, SCRIPT_SUFFIXES, Manifest, build_manifest, command_files, expand_project_dir, pins
-from hooks.sources import SourcePaths, read_overrides, read_settings
+from hooks.sources import USER_CONFIGURABLE_BUILTINS, SourcePaths, read_overrides, read_settings, user_builtin_options
 from hooks.trust import TrustStatus, TrustStore
 from hooks.types import HookFunction
 
@@ -254,6 +254,12 @@ def _misplaced_switches(parsed: dict[str, Any]) -> list[str]:
     # Options of the built-in hooks (a guard's, auto-approve's): the user's settings only (hooks/sources.py).
     out += [f"{p.file}: $.builtin: only Orion's user settings configure the built-in hooks; ignored"
             for kind, p in parsed.items() if kind not in ("user", "builtin") and p.builtin_options]
+    user = parsed.get("user")
+    if user is not None:
+        out += [f"{user.file}: $.builtin.{name}: only {', '.join(sorted(USER_CONFIGURABLE_BUILTINS))} are configured "
+                "here (a guard is turned off with disabledHooks); ignored"
+                for name in sorted(set(user.builtin_options) - USER_CONFIGURABLE_BUILTINS)]
+    return out
     return out
 
 
@@ -309,7 +315,7 @@ def load_hookset(
         paths=paths,
         entries=builder.specs,
         warnings=warnings,
-        builtin_options={**parsed["builtin"].builtin_options, **parsed["user"].builtin_options},
+        builtin_options={**parsed["builtin"].builtin_options, **user_builtin_options(parsed["user"])},
         manifest=manifest,
         trust=status,
         registry=registry,

@@ -145,6 +145,15 @@ def read_builtin_options(project_dir: Path, vault_dir: Path | None = None) -> di
     Code settings: a cloned project must not turn a guard's options, nor turn on an approval (auto-approve)."""
     paths = SourcePaths.for_project(project_dir, vault_dir)
     options = dict(read_settings("builtin", paths.builtin, paths.hooks_dir).builtin_options)
-    for name, own in read_settings("user", paths.user, paths.hooks_dir).builtin_options.items():
+    for name, own in user_builtin_options(read_settings("user", paths.user, paths.hooks_dir)).items():
         options[name] = {**options.get(name, {}), **own}
     return options
+
+
+# The built-in hooks the user configures in their own settings: the ones only they turn on. The guards' options
+# stay those of the built-in settings file (a user turns a guard off with disabledHooks, visibly, not by options).
+USER_CONFIGURABLE_BUILTINS = frozenset({"ambient-context", "auto-approve"})
+
+
+def user_builtin_options(parsed: Any) -> dict[str, dict[str, Any]]:
+    return {name: opts for name, opts in parsed.builtin_options.items() if name in USER_CONFIGURABLE_BUILTINS}

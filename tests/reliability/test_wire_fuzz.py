@@ -242,7 +242,11 @@ def wrong_params(draw: st.DrawFn, method: str | None = None) -> WireInput:
     params: Any = harmless_params(method)
     if shape == "field":
         f = draw(st.sampled_from(fields))
-        params[f.name] = draw(wrong_value(draw(st.sampled_from(wrong_kinds(f))), f))
+        value = draw(wrong_value(draw(st.sampled_from(wrong_kinds(f))), f))
+        if method == "initialize" and f.name == "protocolVersion" and isinstance(value, int) and not isinstance(value, bool):
+            # An integer version is not wrong: it chooses ACP (ipc.protocol HandshakeParams). A fraction still is.
+            value = 0.5
+        params[f.name] = value
     elif shape == "missing":
         required = [f.name for f in param_fields(method) if f.required]
         for name in required or ["sessionId", "projectDir"]:  # HookScope needs one of these two
