@@ -479,7 +479,10 @@ class _Builder:
             self.warnings.append(f"{where}: {exc}")
             return False
         if not spec.builtin and (problem := matcher_problem(spec.event, spec.matcher)) is not None:
-            self.warnings.append(f"{where}: {problem}")
+            # The matcher is the group's: said once for the group, not once per hook in it.
+            group = where.rsplit(".hooks[", 1)[0] if spec.json_path and spec.json_path.endswith("]") else where
+            if f"{group}: {problem}" not in self.warnings:
+                self.warnings.append(f"{group}: {problem}")
         return True
 
     def check_shadowing(self) -> None:
