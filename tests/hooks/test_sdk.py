@@ -163,3 +163,32 @@ def test_the_sdk_and_a_typed_example_are_mypy_strict_clean():
                           "examples/hooks/typed_guard.py"], capture_output=True, text=True, timeout=170, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Success: no issues found" in out.stdout
+
+
+# One input per event, with the keys the CLI sends (REFERENCE.md "Hook input payloads").
+COMMON = {"session_id": "s1", "transcript_path": "/t/s1.jsonl", "cwd": "/p", "permission_mode": "default"}
+SAMPLES: list[tuple[str, dict[str, Any], str, Any]] = [
+    ("PreToolUse", {**BASH, "tool_use_id": "tu1"}, "tool_use_id", "tu1"),
+    ("PostToolUse", {**BASH, "tool_response": {"stdout": "x"}, "duration_ms": 12}, "duration_ms", 12),
+    ("PostToolUseFailure", {**BASH, "error": "exit 1", "is_interrupt": False}, "error", "exit 1"),
+    ("PermissionRequest", {**BASH, "permission_suggestions": []}, "permission_suggestions", []),
+    ("UserPromptSubmit", PROMPT, "prompt", "ship it"),
+    ("Stop", {**STOP, "stop_hook_active": True}, "stop_hook_active", True),
+    ("SubagentStop", {**STOP, "agent_id": "a1", "agent_type": "Explore", "agent_transcript_path": "/t/a1.jsonl"},
+     "agent_type", "Explore"),
+    ("SubagentStart", {"agent_id": "a1", "agent_type": "general-purpose"}, "agent_id", "a1"),
+    ("SessionStart", {"source": "resume", "model": "claude-x"}, "source", "resume"),
+    ("SessionEnd", {"reason": "prompt_input_exit"}, "reason", "prompt_input_exit"),
+    ("Notification", {"message": "needs you", "title": "Claude", "notification_type": "idle_prompt"},
+     "notification_type", "idle_prompt"),
+    ("PreCompact", {"trigger": "auto", "custom_instructions": None}, "trigger", "auto"),
+    ("PostCompact", {"trigger": "manual", "compact_summary": "so far"}, "compact_summary", "so far"),
+]
+
+
+@pytest.mark.parametrize("event,extra,field,value", SAMPLES, ids=[s[0] for s in SAMPLES])
+def test_every_event_parses_into_its_typed_input(event, extra, field, value):
+    parsed = parse_input({**COMMON, "hook_event_name": event, **extra, "future_key": 1})
+    assert type(parsed).__name__ == f"{event}Input" and parsed.hook_event_name == event
+    assert getattr(parsed, field) == value and parsed.session_id == "s1" and parsed.cwd == "/p"
+    assert parsed.raw["future_key"] == 1  # keys this SDK does not model are kept, not refused
