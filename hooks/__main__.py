@@ -116,6 +116,10 @@ def _result_dict(r: HookResult) -> dict[str, Any]:
     }
 
 
+class _ModelChoiceError(Exception):
+    """`--model` names no usable model."""
+
+
 def _remote_executors(hookset: HookSet, args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
     """The http, prompt and agent executors, as a session has them; prompt and agent hooks get the model `--model`
     names (`scripted:<scenario>` offline) or the one the user configured. The model connection is built only when
@@ -126,8 +130,12 @@ def _remote_executors(hookset: HookSet, args: argparse.Namespace) -> tuple[dict[
         return default_llm_executors(None), lambda: None
     from sidecar.evaluator import hook_model
     from sidecar.scripted_model.server import stop_shared_servers
+    from sidecar.sdk_env import ModelConfigError
 
-    client, default_model, scratch = hook_model(args.model, data_dir(), args.session_id)
+    try:
+        client, default_model, scratch = hook_model(args.model, data_dir(), args.session_id)
+    except ModelConfigError as exc:  # a scenario that is missing or broken: one line, not a traceback
+        raise _ModelChoiceError(f"--model {args.model}: {exc}") from None
 
     def cleanup() -> None:
         stop_shared_servers()
@@ -157,8 +165,8 @@ def cmd_test(args: argparse.Namespace) -> int:
     session = SessionContext(session_id=args.session_id, project_dir=hookset.project_dir, vault_dir=hookset.vault_dir)
     try:
         executors, cleanup = _remote_executors(hookset, args)
-    except ValueError as exc:  # sidecar.sdk_env.ModelConfigError: a scenario that is missing or broken
-        print(f"error: --model {args.model}: {exc}", file=sys.stderr)
+    except _ModelChoiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
 
     async def go() -> dict[str, Any]:
