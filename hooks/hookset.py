@@ -28,7 +28,8 @@ from hooks.registry import HookRegistry, ProgrammaticHook, default_registry
 from hooks.manifest import INTERPRETER, SCRIPT_SUFFIXES, Manifest, build_manifest, command_files, expand_project_dir, pins
 from hooks.sources import SourcePaths, read_overrides, read_settings
 from hooks.trust import TrustStatus, TrustStore
-from hooks.types import HookFunction
+from hooks.interpret import FEEDBACK_EVENTS
+from hooks.types import BLOCKING_EVENTS, HookFunction
 
 # Words a POSIX shell (sh -c) runs itself: no PATH lookup to fail.
 _SHELL_WORDS = frozenset({
@@ -373,7 +374,19 @@ class _Builder:
             self._apply_switches(spec, config.enabled, where)
         if spec.state in ("active", "disabled") and config is not None:
             self._prepare_executable(spec, config, where)
+        if spec.fail_closed and spec.state != "invalid":
+            self._check_fail_closed(spec, where)
         self.specs.append(spec)
+
+    def _check_fail_closed(self, spec: HookSpec, where: str) -> None:
+        # A promise the engine cannot keep is worse than none: the author believes a gate exists.
+        if spec.run_async:
+            why = "it is async: nobody waits for its answer, so its failure cannot refuse anything"
+        elif spec.event not in BLOCKING_EVENTS and spec.event not in FEEDBACK_EVENTS:
+            why = f"{spec.event} cannot be refused, so its failure refuses nothing"
+        else:
+            return
+        self.warnings.append(f"{where}: failClosed on hook {spec.name!r} has no effect: {why}")
 
     def _url_problem(self, kind: str, url: str) -> str | None:
         sw = self.switches

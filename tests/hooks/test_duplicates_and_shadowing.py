@@ -80,6 +80,9 @@ def shadowed_project(project: Project) -> Path:
             {"matcher": "Bash(git *)", "hooks": [{"type": "command", "command": "true", "name": "rule-syntax"}]},
         ],
         "Stop": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true", "name": "stop-matcher"}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": "true", "name": "start-gate", "failClosed": True}]}],
+        "PostToolUse": [{"hooks": [{"type": "command", "command": "true", "name": "bg-gate", "failClosed": True,
+                                    "async": True}]}],
     }})
     (project.claude / "hook-overrides.json").write_text(json.dumps({"disabled": ["log-bsh"]}))
     return project.claude / "settings.json"
@@ -90,6 +93,8 @@ EXPECTED_WARNINGS = [
     ("$.hooks.PreToolUse[2]", "matcher 'Bsh' names no tool: 'Bsh' (did you mean 'Bash'?); the hook never fires"),
     ("$.hooks.PreToolUse[3]", "is not a hook matcher"),
     ("$.hooks.Stop[0]", "matcher 'Bash' is ignored on Stop"),
+    ("$.hooks.SessionStart[0].hooks[0]", "failClosed on hook 'start-gate' has no effect: SessionStart cannot be refused"),
+    ("$.hooks.PostToolUse[0].hooks[0]", "failClosed on hook 'bg-gate' has no effect: it is async"),
 ]
 
 
@@ -105,7 +110,7 @@ def test_validate_and_list_warn_about_shadowing_matchers_and_override_typos(proj
     overrides = project.claude / "hook-overrides.json"
     assert_warned(listing(project)["warnings"], settings, overrides)
     checked = run_cli("validate", str(settings))
-    assert checked.returncode == 0 and "4 warning(s)" in checked.stdout, checked
+    assert checked.returncode == 0 and "6 warning(s)" in checked.stdout, checked
     assert run_cli("validate", "--strict", str(settings)).returncode == 1
     typo = run_cli("validate", str(overrides))
     assert "'log-bsh' names no hook (closest known hook: 'log-bash')" in typo.stderr
