@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,35 @@ def _result_dict(r: HookResult) -> dict[str, Any]:
     }
 
 
+class _ModelChoiceError(Exception):
+    """`--model` names no usable model."""
+
+
+def _remote_executors(hookset: HookSet, args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+    """The http, prompt and agent executors, as a session has them; prompt and agent hooks get the model `--model`
+    names (`scripted:<scenario>` offline) or the one the user configured. The model connection is built only when
+    a prompt or agent hook is about to run (it imports the SDK)."""
+    from hooks.executors.remote import default_llm_executors
+
+    if not any(spec.type in ("prompt", "agent") for spec in hookset.active_for(args.event)):
+        return default_llm_executors(None), lambda: None
+    from sidecar.evaluator import hook_model
+    from sidecar.scripted_model.server import stop_shared_servers
+    from sidecar.sdk_env import ModelConfigError
+
+    try:
+        client, default_model, scratch = hook_model(args.model, data_dir(), args.session_id)
+    except ModelConfigError as exc:  # a scenario that is missing or broken: one line, not a traceback
+        raise _ModelChoiceError(f"--model {args.model}: {exc}") from None
+
+    def cleanup() -> None:
+        stop_shared_servers()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    return default_llm_executors(client, default_model=default_model), cleanup
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     raw = sys.stdin.read() if args.payload == "-" else Path(args.payload).read_text(encoding="utf-8")
     try:
@@ -133,13 +163,19 @@ def cmd_test(args: argparse.Namespace) -> int:
                 print(f"note: {spec.name} ({spec.id}) is {spec.state}: {spec.reason}", file=sys.stderr)
         hookset = hookset.only(args.hook)
     session = SessionContext(session_id=args.session_id, project_dir=hookset.project_dir, vault_dir=hookset.vault_dir)
+    try:
+        executors, cleanup = _remote_executors(hookset, args)
+    except _ModelChoiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     async def go() -> dict[str, Any]:
-        runner = HookRunner(hookset, _PrintObserver())
+        runner = HookRunner(hookset, _PrintObserver(), executors=executors)
         try:
             agg = await runner.fire(args.event, payload, session)
         finally:
             await runner.aclose()
+            cleanup()
         return {
             "results": [_result_dict(r) for r in agg.results],
             "aggregate": {
@@ -293,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--payload", required=True, help="payload JSON file, or - for stdin")
     p.add_argument("--hook", default=None, help="run only the hook with this name")
     p.add_argument("--session-id", default="hooks-test")
+    p.add_argument("--model", default=None, help="the model prompt and agent hooks ask: scripted:<scenario> (offline, "
+                                                 "docs/SCRIPTED_MODEL.md) or a model name (default: the one you "
+                                                 "configured for sessions)")
     common(p)
     p.set_defaults(func=cmd_test)
 

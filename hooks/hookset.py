@@ -10,6 +10,7 @@ the manifest of everything it would execute (hooks.manifest).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import fnmatch
 import hashlib
 import json
@@ -23,12 +24,13 @@ from typing import Any
 
 from hooks.scoped import read_scoped
 from hooks.config import RawEntry, first_word, split_command
-from hooks.matchers import Matcher, MatcherError, compile_matcher
+from hooks.matchers import Matcher, MatcherError, compile_matcher, exact_names, matcher_problem, matches_all
 from hooks.registry import HookRegistry, ProgrammaticHook, default_registry
 from hooks.manifest import INTERPRETER, SCRIPT_SUFFIXES, Manifest, build_manifest, command_files, expand_project_dir, pins
 from hooks.sources import USER_CONFIGURABLE_BUILTINS, SourcePaths, read_overrides, read_settings, user_builtin_options
 from hooks.trust import TrustStatus, TrustStore
-from hooks.types import HookFunction
+from hooks.interpret import FEEDBACK_EVENTS
+from hooks.types import BLOCKING_EVENTS, HookFunction
 
 # Words a POSIX shell (sh -c) runs itself: no PATH lookup to fail.
 _SHELL_WORDS = frozenset({
@@ -305,6 +307,7 @@ def load_hookset(
     for prog in registry:
         builder.add_programmatic(prog)
     builder.check_switch_names()
+    builder.check_shadowing()
 
     vault_root = Path(vault_dir).expanduser().resolve() if vault_dir is not None else None
     manifest = build_manifest(paths.project_dir, vault_root, builder.trust_files())
@@ -391,7 +394,19 @@ class _Builder:
             self._apply_switches(spec, config.enabled, where)
         if spec.state in ("active", "disabled") and config is not None:
             self._prepare_executable(spec, config, where)
+        if spec.fail_closed and spec.state != "invalid":
+            self._check_fail_closed(spec, where)
         self.specs.append(spec)
+
+    def _check_fail_closed(self, spec: HookSpec, where: str) -> None:
+        # A promise the engine cannot keep is worse than none: the author believes a gate exists.
+        if spec.run_async:
+            why = "it is async: nobody waits for its answer, so its failure cannot refuse anything"
+        elif spec.event not in BLOCKING_EVENTS and spec.event not in FEEDBACK_EVENTS:
+            why = f"{spec.event} cannot be refused, so its failure refuses nothing"
+        else:
+            return
+        self.warnings.append(f"{where}: failClosed on hook {spec.name!r} has no effect: {why}")
 
     def _url_problem(self, kind: str, url: str) -> str | None:
         sw = self.switches
@@ -431,7 +446,7 @@ class _Builder:
         self.specs.append(spec)
 
     def check_switch_names(self) -> None:
-        """Say when a switch names no hook (a typo) or a hook its file may not turn off."""
+        """Say when a switch names no hook (a typo: with the closest known name) or a hook its file may not turn off."""
         sw = self.switches
         sources_of: dict[str, set[str]] = {}
         for spec in self.specs:
@@ -439,7 +454,9 @@ class _Builder:
         for name in sorted(sw.project_disabled):
             found = sources_of.get(name)
             if not found:
-                self.warnings.append(f"{self.paths.overrides}: $.disabled: {name!r} names no hook (check the spelling)")
+                own = [n for n, kinds in sources_of.items() if kinds & PROJECT_SOURCES]
+                self.warnings.append(f"{self.paths.overrides}: $.disabled: {name!r} names no hook"
+                                     f"{_closest(name, own or list(sources_of))}; nothing is turned off by it")
             elif not found & PROJECT_SOURCES:
                 self.warnings.append(
                     f"{self.paths.overrides}: $.disabled: {name!r} is a {'/'.join(sorted(found))} hook; a project may turn "
@@ -448,7 +465,8 @@ class _Builder:
                 )
         for name in sorted(sw.user_disabled):
             if name not in sources_of:
-                self.warnings.append(f"{self.paths.user}: $.disabledHooks: {name!r} names no hook (check the spelling)")
+                self.warnings.append(f"{self.paths.user}: $.disabledHooks: {name!r} names no hook"
+                                     f"{_closest(name, list(sources_of))}; nothing is turned off by it")
 
     def trust_files(self) -> list[Path]:
         """The files hooks from untrusted sources would run, and the project files the user's own hooks would run
@@ -493,7 +511,27 @@ class _Builder:
             spec.state, spec.reason = "invalid", str(exc)
             self.warnings.append(f"{where}: {exc}")
             return False
+        if not spec.builtin and (problem := matcher_problem(spec.event, spec.matcher)) is not None:
+            # The matcher is the group's: said once for the group, not once per hook in it.
+            group = where.rsplit(".hooks[", 1)[0] if spec.json_path and spec.json_path.endswith("]") else where
+            if f"{group}: {problem}" not in self.warnings:
+                self.warnings.append(f"{group}: {problem}")
         return True
+
+    def check_shadowing(self) -> None:
+        """Say when an active hook can never run because an earlier identical one (same command, failClosed and
+        timeout) on the same event has a matcher that covers all of its own: the engine runs identical hooks once."""
+        active = [s for s in self.specs if s.active and s.dedupe_key is not None and s.scope == "global"]
+        for i, later in enumerate(active):
+            for earlier in active[:i]:
+                if earlier.event != later.event or earlier.dedupe_key != later.dedupe_key:
+                    continue
+                if _covers(earlier.matcher, later.matcher):
+                    self.warnings.append(
+                        f"{_where(later)}: hook {later.name!r} never runs: {_where(earlier)} runs the same command "
+                        f"(same failClosed and timeout) for every tool its matcher {later.matcher!r} selects, and "
+                        "identical hooks run once; remove one, or give it its own command")
+                    break
 
     def _apply_switches(self, spec: HookSpec, enabled: bool, where: str) -> None:
         sw = self.switches
@@ -509,13 +547,14 @@ class _Builder:
     def _prepare_executable(self, spec: HookSpec, config: Any, where: str) -> None:
         if spec.type == "command":
             spec.command = config.command
-            key = ("command", spec.event, spec.matcher or "", config.command, str(spec.cwd or ""), spec.scope,
-                   spec.scope_value or "")
+            key = ("command", spec.event, spec.matcher or "", config.command, str(spec.cwd or ""), spec.fail_closed,
+                   spec.timeout_s, spec.scope, spec.scope_value or "")
             self._check_command(spec, config.command, where)
             spec.pinned = pins(command_files(config.command, spec.cwd or self.paths.project_dir, self.paths.project_dir))
         elif spec.type == "python":
             spec.script = self._resolve_script(spec, config.script)
-            key = ("python", spec.event, spec.matcher or "", str(spec.script), spec.scope, spec.scope_value or "")
+            key = ("python", spec.event, spec.matcher or "", str(spec.script), "", spec.fail_closed, spec.timeout_s,
+                   spec.scope, spec.scope_value or "")
             spec.pinned = pins([spec.script])
             if not spec.script.is_file():
                 msg = f"python hook script {spec.script} does not exist; the hook will fail every time it runs"
@@ -527,11 +566,13 @@ class _Builder:
             spec.runs_project_code = any(self._in_project(path) for path, _ in spec.pinned)
         if spec.state != "active":
             return
+        # Identical hooks run once, as in Claude Code; failClosed and the timeout are part of what makes two hooks
+        # identical (a fail-closed gate must not vanish behind a fail-open twin that runs the same command).
         first = self._dedupe.get(key)
         if first is not None:
             spec.state, spec.reason = "disabled", f"identical to {first.id}; identical command hooks run once"
-            # The one that runs keeps the stricter promise: a fail-closed gate must not vanish behind a fail-open twin.
-            first.fail_closed = first.fail_closed or spec.fail_closed
+            self.warnings.append(f"{where}: hook {spec.name!r} never runs: it is identical to {_where(first)} "
+                                 "(same command, matcher, failClosed and timeout; identical hooks run once); remove one")
         else:
             self._dedupe[key] = spec
         spec.dedupe_key = key[:1] + key[3:]
@@ -598,6 +639,25 @@ class _Builder:
         spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
 
 
+
+
+def _where(spec: HookSpec) -> str:
+    if spec.source_file is not None:
+        return f"{spec.source_file}: {spec.json_path}" if spec.json_path else str(spec.source_file)
+    return f"programmatic hook {spec.name!r}"
+
+
+def _closest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (closest known hook: {close[0]!r})" if close else " (check the spelling: `python -m hooks list` names every hook)"
+
+
+def _covers(earlier: str | None, later: str | None) -> bool:
+    """Whether every name `later` selects is selected by `earlier` too (exact-name matchers and match-all only)."""
+    if matches_all(earlier):
+        return True
+    wide, narrow = exact_names(earlier), exact_names(later)
+    return wide is not None and narrow is not None and narrow <= wide
 
 
 def interpreter_script(command: str) -> str | None:

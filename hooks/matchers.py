@@ -53,3 +53,66 @@ def match_target(event: str, payload: dict[str, Any]) -> str | None:
         return str(payload.get("tool_name") or "")
     key = _TARGET_KEY.get(event)
     return str(payload.get(key) or "") if key else None
+
+
+# Claude Code's built-in tool names (CLI 2.1.330); MCP tools are `mcp__<server>__<tool>`.
+KNOWN_TOOLS = frozenset({
+    "Agent", "AskUserQuestion", "Bash", "BashOutput", "Config", "CronCreate", "Edit", "EnterPlanMode", "EnterWorktree",
+    "ExitPlanMode", "ExitWorktree", "Glob", "Grep", "KillShell", "LS", "LSP", "ListMcpResourcesTool", "Monitor",
+    "MultiEdit", "NotebookEdit", "NotebookRead", "Read", "ReadMcpResourceTool", "SendMessage", "Skill", "SlashCommand",
+    "StructuredOutput", "Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate",
+    "TeamCreate", "TeamDelete", "TodoRead", "TodoWrite", "ToolSearch", "WebFetch", "WebSearch", "Write",
+})
+# The values a non-tool event's matcher is compared with, where Claude Code's set is closed.
+_KNOWN_TARGETS = {
+    "SessionStart": frozenset({"startup", "resume", "clear", "compact"}),
+    "PreCompact": frozenset({"manual", "auto"}),
+    "PostCompact": frozenset({"manual", "auto"}),
+}
+
+
+def exact_names(matcher: str | None) -> frozenset[str] | None:
+    """The names an exact matcher (`Bash`, `Edit|Write`) accepts; None for match-all and regular expressions."""
+    if matcher is None or matcher.strip() in ("", "*") or not _EXACT.match(matcher):
+        return None
+    return frozenset(n.strip() for n in re.split(r"[|,]", matcher) if n.strip())
+
+
+def matches_all(matcher: str | None) -> bool:
+    return matcher is None or matcher.strip() in ("", "*")
+
+
+def matcher_problem(event: str, matcher: str | None) -> str | None:
+    """Why a (valid) matcher can never select anything on `event`, or is ignored there; None when it can."""
+    from difflib import get_close_matches
+
+    if matches_all(matcher):
+        return None
+    assert matcher is not None
+    if event not in TOOL_EVENTS and event not in _TARGET_KEY:
+        return (f"matcher {matcher!r} is ignored on {event} (Claude Code fires {event} hooks whatever the matcher); "
+                "remove it")
+    known = KNOWN_TOOLS if event in TOOL_EVENTS else _KNOWN_TARGETS.get(event)
+    if known is None:
+        return None  # agent types, notification types: open sets
+    what = "tool" if event in TOOL_EVENTS else f"{_TARGET_KEY[event]} of {event}"
+    names = exact_names(matcher)
+    if names is not None:
+        unknown = sorted(n for n in names if n not in known and not n.startswith("mcp__"))
+        if not unknown:
+            return None
+        hints = []
+        for name in unknown:
+            close = get_close_matches(name, known, n=1)
+            hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+        if len(unknown) == len(names):
+            return f"matcher {matcher!r} names no {what}: {', '.join(hints)}; the hook never fires"
+        return f"matcher {matcher!r}: {', '.join(hints)} names no {what}; that part of it matches nothing"
+    if "mcp__" in matcher:
+        return None
+    pattern = re.compile(matcher)
+    if any(pattern.search(name) for name in known):
+        return None
+    hint = " (a permission rule like `Bash(git *)` is not a hook matcher: use `Bash` and test the command in the hook)" \
+        if "(" in matcher else ""
+    return f"matcher {matcher!r} matches no {what} name, so the hook never fires{hint}"

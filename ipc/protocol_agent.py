@@ -246,6 +246,9 @@ class HooksTestParams(HookScope):
     event: str
     payload: dict[str, Any] = Field(default_factory=dict)
     hook_name: str | None = None
+    # The model prompt and agent hooks ask outside a session: `scripted:<scenario>` (offline) or a model name; default
+    # the one the user configured. A live session's hooks ask the session's model connection.
+    model: str | None = None
 
 
 class HooksTestResult(WireModel):

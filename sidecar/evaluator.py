@@ -246,5 +246,36 @@ async def _converse(prompt: str, options: Any, stderr_tail: deque[str]) -> str:
     return text
 
 
+class UnavailableModel:
+    """A ModelClient for when no model can be reached (no credential): every prompt or agent hook reports why, as a
+    hook error, instead of the whole run failing."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    async def complete(self, prompt: str, *, model: str | None, timeout_s: float, system: str | None = None) -> str:
+        raise EvaluationError(self.why)
+
+    async def run_agent(self, prompt: str, **_: Any) -> str:
+        raise EvaluationError(self.why)
+
+
+def hook_model(model: str | None, data_dir: Path, run_id: str) -> tuple[Any, str | None, Path | None]:
+    """(ModelClient, default model for hooks naming none, scratch CLI home to remove afterwards) for prompt and agent
+    hooks run outside a session (`python -m hooks test`, `hooks/test`), built as session/new builds a session's.
+
+    `model`: ``scripted:<scenario>`` (offline), a model name, or None for what the user configured. A missing
+    credential gives an UnavailableModel (each such hook says what to set); a bad scenario raises ModelConfigError.
+    """
+    from sidecar.sdk_env import SCRIPTED_PREFIX, NoCredential, build_model_env
+
+    try:
+        env, model_name, _server = build_model_env(model, data_dir, run_id)
+    except NoCredential as exc:
+        return UnavailableModel(str(exc)), None, None
+    scratch = Path(data_dir) / "cli-home" / run_id if model and model.startswith(SCRIPTED_PREFIX) else None
+    return SdkModelClient(env, None, data_dir), model_name, scratch
+
+
 def _with_stderr(message: str, stderr_tail: deque[str]) -> str:
     return f"{message} (CLI stderr: {' | '.join(stderr_tail)})" if stderr_tail else message

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from ipc import protocol as p
-from ipc.errors import InvalidParams
+from ipc.errors import InvalidParams, ModelUnavailable
 from sidecar.app import CallContext, SidecarApp
 from sidecar.methods._services import session_manager
 
@@ -48,6 +50,31 @@ def _aggregate_dict(agg) -> dict[str, Any]:
         "stopReason": agg.stop_reason,
         "hookOutput": to_hook_json(agg),
     }
+
+
+async def _remote_executors(app: SidecarApp, params: p.HooksTestParams, hookset: Any, session: Any,
+                            run_id: str) -> tuple[dict[str, Any], Path | None]:
+    """http, prompt and agent executors for a test run, and a scratch directory to remove afterwards. A live session's
+    prompt and agent hooks ask its own model connection; otherwise the model `params.model` names (scripted:<scenario>
+    offline) or the one the user configured, built as session/new would (only when such a hook is about to run)."""
+    from hooks.executors.remote import default_llm_executors
+
+    if session is not None:
+        prompt = session.runner.executors.get("prompt")
+        client = getattr(prompt, "model_client", None)
+        return default_llm_executors(client, default_model=getattr(prompt, "default_model", None)), None
+    if not any(spec.type in ("prompt", "agent") for spec in hookset.active_for(params.event)):
+        return default_llm_executors(None), None
+    from sidecar.evaluator import hook_model
+    from sidecar.sdk_env import ModelConfigError
+
+    try:
+        client, default_model, scratch = await anyio.to_thread.run_sync(
+            hook_model, params.model, session_manager(app).settings.data_dir, run_id)
+    except ModelConfigError as exc:
+        # As session/new reports it: the problem named, never the file's content.
+        raise ModelUnavailable(str(exc), data={"model": params.model, "reason": exc.reason}) from None
+    return default_llm_executors(client, default_model=default_model), scratch
 
 
 def register(app: SidecarApp) -> None:
@@ -138,12 +165,13 @@ def register(app: SidecarApp) -> None:
         if params.session_id and not params.hook_name:
             agg = await session.runner.fire(params.event, dict(params.payload), context, tool_use_id=tool_use_id)
         else:
-            from hooks.executors.remote import default_llm_executors
-
-            runner = HookRunner(hookset, IpcHookObserver(app.notify), executors=default_llm_executors(None),
-                                data_dir=context.data_dir)
+            executors, scratch = await _remote_executors(app, params, hookset, session if params.session_id else None,
+                                                         context.session_id)
+            runner = HookRunner(hookset, IpcHookObserver(app.notify), executors=executors, data_dir=context.data_dir)
             try:
                 agg = await runner.fire(params.event, dict(params.payload), context, tool_use_id=tool_use_id)
             finally:
                 await runner.aclose()
+                if scratch is not None:
+                    await anyio.to_thread.run_sync(shutil.rmtree, scratch, True)
         return {"aggregate": _aggregate_dict(agg), "results": [_result_dict(r) for r in agg.results]}

@@ -267,8 +267,9 @@ def test_a_fail_closed_gate_is_not_lost_behind_an_identical_fail_open_hook(proje
     project.settings(settings("Stop", cmd("echo check", name="open"), cmd("echo check", name="closed", failClosed=True)))
     project.trust()
     specs = {s.name: s for s in project.load(registry=HookRegistry()).entries}
-    assert specs["open"].state == "active" and specs["open"].fail_closed
-    assert specs["closed"].state == "disabled"
+    # failClosed is part of what makes two hooks identical: both stay, each with its own promise.
+    assert specs["open"].state == "active" and not specs["open"].fail_closed
+    assert specs["closed"].state == "active" and specs["closed"].fail_closed
 
 
 # --------------------------------------------------------------------------- python -m hooks
