@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, StrictInt
 
 from ipc.protocol import WireModel
-from ipc.protocol_agent import PermissionMode, SandboxMode, SettingSource
+from ipc.protocol_agent import SessionOptions
 
 ACP_PROTOCOL_VERSION = 1
 
@@ -129,17 +129,8 @@ McpServer = Union[McpServerHttp, McpServerSse, McpServerStdio]
 # --------------------------------------------------------------------------- sessions
 
 
-class OrionSessionOptions(WireModel):
+class OrionSessionOptions(SessionOptions):
     """What `session/new` takes beyond ACP, sent as `_meta.orion` (ACP forbids custom root fields)."""
-
-    model: str | None = None
-    vault_dir: str | None = None
-    permission_mode: PermissionMode | None = None
-    allowed_tools: list[str] | None = None
-    system_prompt: str | None = None
-    sandbox: SandboxMode | None = None
-    setting_sources: list[SettingSource] | None = None
-    builtin_hooks: bool | list[str] | None = None
 
 
 class AcpNewSessionParams(AcpModel):

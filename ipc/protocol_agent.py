@@ -22,11 +22,10 @@ StopReason = Union[KnownStopReason, str]
 SandboxMode = Literal["auto", "required", "off"]
 
 
-class SessionNewParams(WireModel):
-    """Start an agent session in a project directory."""
+class SessionOptions(WireModel):
+    """How a session runs, beyond where: the same in Orion's `session/new` and `session/prepare` and in ACP's
+    `_meta.orion`."""
 
-    project_dir: str
-    session_id: SessionId | None = None
     vault_dir: str | None = None
     model: str | None = None
     permission_mode: PermissionMode | None = None
@@ -40,18 +39,16 @@ class SessionNewParams(WireModel):
     builtin_hooks: bool | list[str] | None = None
 
 
-class SessionPrepareParams(WireModel):
+class SessionPrepareParams(SessionOptions):
     """Start the CLI of the next session ahead of `session/new`: the same options (no session id); no hook runs."""
 
     project_dir: str
-    vault_dir: str | None = None
-    model: str | None = None
-    permission_mode: PermissionMode | None = None
-    allowed_tools: list[str] | None = None
-    system_prompt: str | None = None
-    sandbox: SandboxMode | None = None
-    setting_sources: list[SettingSource] | None = None
-    builtin_hooks: bool | list[str] | None = None
+
+
+class SessionNewParams(SessionPrepareParams):
+    """Start an agent session in a project directory."""
+
+    session_id: SessionId | None = None
 
 
 class SessionPrepareResult(WireModel):

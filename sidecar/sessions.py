@@ -183,17 +183,38 @@ class Built:
     phases: StartPhases
 
 
-def standby_key(project: Path, vault: Path | None, model: str | None, permission_mode: str | None,
-                allowed_tools: list[str] | None, system_prompt: str | None, sandbox_mode: str | None,
-                setting_sources: list[str] | None, builtin: bool | frozenset[str], mcp_servers: dict[str, Any] | None,
-                client_capabilities: dict[str, Any] | None) -> str:
-    """Every parameter a session is built from: a prepared session is taken over only by an identical request."""
-    canonical = {"project": str(project), "vault": str(vault) if vault else None, "model": model,
-                 "permissionMode": permission_mode, "allowedTools": list(allowed_tools or []),
-                 "systemPrompt": system_prompt, "sandbox": sandbox_mode, "settingSources": setting_sources,
-                 "builtin": sorted(builtin) if isinstance(builtin, frozenset) else builtin,
-                 "mcpServers": mcp_servers or {}, "client": client_capabilities or {}}
-    return hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
+@dataclass(frozen=True, slots=True)
+class SessionRequest:
+    """What a session is built from, as `session/new` and `session/prepare` name it (checked: directories exist)."""
+
+    project: Path
+    vault: Path | None = None
+    model: str | None = None
+    permission_mode: str | None = None
+    allowed_tools: list[str] | None = None
+    system_prompt: str | None = None
+    sandbox_mode: str | None = None
+    setting_sources: list[str] | None = None
+    builtin: bool | frozenset[str] = True
+    mcp_servers: dict[str, Any] | None = None
+    client_capabilities: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, project_dir: str, *, vault_dir: str | None = None, builtin_hooks: bool | list[str] | None = None,
+           sandbox: str | None = None, **options: Any) -> SessionRequest:
+        return cls(project=existing_dir(project_dir, "projectDir"),
+                   vault=existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None,
+                   builtin=builtin_selection(builtin_hooks), sandbox_mode=sandbox, **options)
+
+    def key(self) -> str:
+        """Every parameter: a prepared session is taken over only by an identical request."""
+        canonical = {"project": str(self.project), "vault": str(self.vault) if self.vault else None,
+                     "model": self.model, "permissionMode": self.permission_mode,
+                     "allowedTools": list(self.allowed_tools or []), "systemPrompt": self.system_prompt,
+                     "sandbox": self.sandbox_mode, "settingSources": self.setting_sources,
+                     "builtin": sorted(self.builtin) if isinstance(self.builtin, frozenset) else self.builtin,
+                     "mcpServers": self.mcp_servers or {}, "client": self.client_capabilities or {}}
+        return hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class SessionManager:
@@ -267,19 +288,16 @@ class SessionManager:
 
         ``client_capabilities``: an ACP client's; its files and terminals then serve the agent's tools
         (sidecar/acp/client_tools.py)."""
-        project = existing_dir(project_dir, "projectDir")
-        builtin = builtin_selection(builtin_hooks)
-        vault = existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None
+        request = SessionRequest.of(project_dir, vault_dir=vault_dir, builtin_hooks=builtin_hooks, sandbox=sandbox,
+                                    model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
+                                    system_prompt=system_prompt, setting_sources=setting_sources,
+                                    mcp_servers=mcp_servers, client_capabilities=client_capabilities)
         sid = session_id or str(uuid.uuid4())
         if sid in self._sessions or sid in self._starting or (sid in self._ended and not resume):
             raise InvalidParams(f"session id {sid} is already in use", data={"sessionId": sid})
         self._starting.add(sid)
         try:
-            session, hookset = await self._create(
-                sid, project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox,
-                setting_sources=setting_sources, builtin=builtin, mcp_servers=mcp_servers, resume=resume,
-                client_capabilities=client_capabilities, may_take_over=session_id is None,
-            )
+            session, hookset = await self._create(sid, request, resume=resume, may_take_over=session_id is None)
         finally:
             self._starting.discard(sid)
         sid = session.session_id  # a prepared session that was taken over has its own
@@ -288,7 +306,7 @@ class SessionManager:
         options = {"model": model, "vaultDir": vault_dir, "permissionMode": permission_mode,
                    "allowedTools": allowed_tools, "systemPrompt": system_prompt, "sandbox": sandbox,
                    "settingSources": setting_sources, "builtinHooks": builtin_hooks}
-        await anyio.to_thread.run_sync(self.index.record, sid, str(project), options)
+        await anyio.to_thread.run_sync(self.index.record, sid, str(request.project), options)
         return session, hookset
 
     async def load(self, session_id: str, project_dir: str, overrides: dict[str, Any],
@@ -319,31 +337,13 @@ class SessionManager:
             await self._notify("session/update", {"sessionId": session_id, "update": update})
         return session, hookset
 
-    async def _create(
-        self,
-        sid: str,
-        project: Path,
-        vault: Path | None,
-        model: str | None,
-        permission_mode: str | None,
-        allowed_tools: list[str] | None,
-        system_prompt: str | None,
-        sandbox_mode: str | None,
-        *,
-        setting_sources: list[str] | None = None,
-        builtin: bool | frozenset[str] = True,
-        mcp_servers: dict[str, Any] | None = None,
-        resume: bool = False,
-        client_capabilities: dict[str, Any] | None = None,
-        may_take_over: bool = False,
-    ) -> tuple[Session, HookSet]:
+    async def _create(self, sid: str, request: SessionRequest, *, resume: bool = False,
+                      may_take_over: bool = False) -> tuple[Session, HookSet]:
         ready = None
         if may_take_over and not resume and len(self._standbys):
-            key = standby_key(project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox_mode,
-                              setting_sources, builtin, mcp_servers, client_capabilities)
-            ready = await self._standbys.take(key)
+            ready = await self._standbys.take(request.key())
         if ready is not None:
-            log.info("session %s: the CLI prepared for %s is taken over", ready.sid, project)
+            log.info("session %s: the CLI prepared for %s is taken over", ready.sid, request.project)
             ready.phases = StartPhases()
             try:
                 return await self._activate(ready, resume=False, cli_started=True)
@@ -352,30 +352,15 @@ class SessionManager:
                     await ready.agent.close()
                     await ready.runner.aclose()
                 raise
-        built = await self._build(sid, project, vault, model, permission_mode, allowed_tools, system_prompt,
-                                  sandbox_mode, setting_sources=setting_sources, builtin=builtin,
-                                  mcp_servers=mcp_servers, resume=resume, client_capabilities=client_capabilities)
+        built = await self._build(sid, request, resume=resume)
         return await self._activate(built, resume=resume, cli_started=False)
 
-    async def _build(
-        self,
-        sid: str,
-        project: Path,
-        vault: Path | None,
-        model: str | None,
-        permission_mode: str | None,
-        allowed_tools: list[str] | None,
-        system_prompt: str | None,
-        sandbox_mode: str | None,
-        *,
-        setting_sources: list[str] | None = None,
-        builtin: bool | frozenset[str] = True,
-        mcp_servers: dict[str, Any] | None = None,
-        resume: bool = False,
-        client_capabilities: dict[str, Any] | None = None,
-    ) -> Built:
+    async def _build(self, sid: str, request: SessionRequest, *, resume: bool = False) -> Built:
         """Everything a session is made of, its CLI not yet started and no hook run: what `session/new` and
         `session/prepare` share."""
+        project, vault, model, builtin = request.project, request.vault, request.model, request.builtin
+        permission_mode, setting_sources = request.permission_mode, request.setting_sources
+        sandbox_mode, mcp_servers, client_capabilities = request.sandbox_mode, request.mcp_servers, request.client_capabilities
         phases = StartPhases()
         # The SDK import takes ~1 s; on the event loop it would stall every other session and request.
         await anyio.to_thread.run_sync(importlib.import_module, "claude_agent_sdk")
@@ -448,10 +433,10 @@ class SessionManager:
 
             files, terminal = wanted(client_capabilities, sandboxed=sandbox.enabled)
             if files or terminal:
-                request = self._request
+                ask_frontend = self._request
 
                 async def ask_client(method: str, params: dict[str, Any]) -> Any:
-                    return await request(method, params, CLIENT_TOOL_TIMEOUT_S)
+                    return await ask_frontend(method, params, CLIENT_TOOL_TIMEOUT_S)
 
                 tools = ClientTools(sid, ask_client, str(project), files=files, terminal=terminal)
                 servers[SERVER] = tools.server_config()
@@ -468,8 +453,8 @@ class SessionManager:
             sandbox=cli_settings(sandbox),
             setting_sources=list(settings["sources"]),
             permission_mode=permission_mode,
-            allowed_tools=list(allowed_tools or []),
-            system_prompt=system_prompt,
+            allowed_tools=list(request.allowed_tools or []),
+            system_prompt=request.system_prompt,
             mcp_servers=servers,
             disallowed_tools=disallowed,
             hook_events=callback_events(hookset),
@@ -578,15 +563,13 @@ class SessionManager:
     ) -> dict[str, Any]:
         """Build a session as `session/new` would with these parameters and start its CLI, running no hook; the next
         `session/new` with the same parameters takes it over (sidecar/standby.py)."""
-        project = existing_dir(project_dir, "projectDir")
-        builtin = builtin_selection(builtin_hooks)
-        vault = existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None
-        key = standby_key(project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox,
-                          setting_sources, builtin, mcp_servers, client_capabilities)
+        request = SessionRequest.of(project_dir, vault_dir=vault_dir, builtin_hooks=builtin_hooks, sandbox=sandbox,
+                                    model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
+                                    system_prompt=system_prompt, setting_sources=setting_sources,
+                                    mcp_servers=mcp_servers, client_capabilities=client_capabilities)
+        project, vault, builtin = request.project, request.vault, request.builtin
         sid = str(uuid.uuid4())
-        built = await self._build(sid, project, vault, model, permission_mode, allowed_tools, system_prompt, sandbox,
-                                  setting_sources=setting_sources, builtin=builtin, mcp_servers=mcp_servers,
-                                  client_capabilities=client_capabilities)
+        built = await self._build(sid, request)
         data_dir = self.settings.data_dir
         user_files = [hook_paths.user_settings_path(), hook_paths.claude_user_settings_path(),
                       built.context.cli_config_dir / "settings.json", built.context.cli_config_dir / "CLAUDE.md"]
@@ -597,7 +580,7 @@ class SessionManager:
 
         built_from = hookset_fingerprint(built.hookset) + await anyio.to_thread.run_sync(
             files_fingerprint, project, user_files)
-        standby = Standby(key=key, built=built, fingerprint=fingerprint, built_from=built_from)
+        standby = Standby(key=request.key(), built=built, fingerprint=fingerprint, built_from=built_from)
         try:
             await self._standbys.add(standby, built.agent.start)
         except Exception as exc:

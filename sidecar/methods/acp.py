@@ -137,6 +137,14 @@ def _session_meta(session: Any, hookset: Any) -> dict[str, Any]:
     }}
 
 
+def _session_kwargs(app: SidecarApp, params: p.AcpNewSessionParams) -> dict[str, Any]:
+    """session/new's (and _orion/session/prepare's) parameters as the session core's."""
+    options = orion_options(params.meta)
+    return {"project_dir": _absolute_dir(params.cwd), **options.model_dump(),
+            "mcp_servers": sdk_mcp_servers(params.mcp_servers),
+            "client_capabilities": app.acp.client_capabilities if app.acp else None}
+
+
 def _absolute_dir(cwd: str) -> str:
     if not Path(cwd).is_absolute():
         raise InvalidParams("cwd must be an absolute path (ACP)",
@@ -159,20 +167,7 @@ def register(app: SidecarApp) -> None:
 
     @app.method("session/new", acp=True)
     async def session_new(params: p.AcpNewSessionParams, call: CallContext) -> p.AcpNewSessionResult:
-        options = orion_options(params.meta)
-        session, hookset = await session_manager(app).new(
-            project_dir=_absolute_dir(params.cwd),
-            vault_dir=options.vault_dir,
-            model=options.model,
-            permission_mode=options.permission_mode,
-            allowed_tools=options.allowed_tools,
-            system_prompt=options.system_prompt,
-            sandbox=options.sandbox,
-            setting_sources=options.setting_sources,
-            builtin_hooks=options.builtin_hooks,
-            mcp_servers=sdk_mcp_servers(params.mcp_servers),
-            client_capabilities=app.acp.client_capabilities if app.acp else None,
-        )
+        session, hookset = await session_manager(app).new(**_session_kwargs(app, params))
         return p.AcpNewSessionResult.model_validate({
             "sessionId": session.session_id, "modes": mode_state(session.permission_mode).wire(),
             "configOptions": [model_option(session.current_model)], "_meta": _session_meta(session, hookset),
@@ -180,20 +175,7 @@ def register(app: SidecarApp) -> None:
 
     @app.method(EXT_PREFIX + "session/prepare", acp=True)
     async def session_prepare(params: p.AcpNewSessionParams, call: CallContext) -> p.SessionPrepareResult:
-        options = orion_options(params.meta)
-        return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(
-            project_dir=_absolute_dir(params.cwd),
-            vault_dir=options.vault_dir,
-            model=options.model,
-            permission_mode=options.permission_mode,
-            allowed_tools=options.allowed_tools,
-            system_prompt=options.system_prompt,
-            sandbox=options.sandbox,
-            setting_sources=options.setting_sources,
-            builtin_hooks=options.builtin_hooks,
-            mcp_servers=sdk_mcp_servers(params.mcp_servers),
-            client_capabilities=app.acp.client_capabilities if app.acp else None,
-        ))
+        return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(**_session_kwargs(app, params)))
 
     @app.method("session/load", acp=True)
     async def session_load(params: p.AcpLoadSessionParams, call: CallContext) -> p.AcpLoadSessionResult:

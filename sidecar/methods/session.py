@@ -15,18 +15,7 @@ def register(app: SidecarApp) -> None:
 
     @app.method("session/new")
     async def session_new(params: p.SessionNewParams, call: CallContext) -> p.SessionNewResult:
-        session, hookset = await session_manager(app).new(
-            project_dir=params.project_dir,
-            session_id=params.session_id,
-            vault_dir=params.vault_dir,
-            model=params.model,
-            permission_mode=params.permission_mode,
-            allowed_tools=params.allowed_tools,
-            system_prompt=params.system_prompt,
-            sandbox=params.sandbox,
-            setting_sources=params.setting_sources,
-            builtin_hooks=params.builtin_hooks,
-        )
+        session, hookset = await session_manager(app).new(**params.model_dump())
         return p.SessionNewResult(
             session_id=session.session_id,
             model=session.model,
@@ -38,17 +27,7 @@ def register(app: SidecarApp) -> None:
 
     @app.method("session/prepare")
     async def session_prepare(params: p.SessionPrepareParams, call: CallContext) -> p.SessionPrepareResult:
-        return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(
-            project_dir=params.project_dir,
-            vault_dir=params.vault_dir,
-            model=params.model,
-            permission_mode=params.permission_mode,
-            allowed_tools=params.allowed_tools,
-            system_prompt=params.system_prompt,
-            sandbox=params.sandbox,
-            setting_sources=params.setting_sources,
-            builtin_hooks=params.builtin_hooks,
-        ))
+        return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(**params.model_dump()))
 
     @app.method("session/context")
     async def session_context(params: p.SessionContextParams, call: CallContext) -> p.Empty:
