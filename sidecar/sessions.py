@@ -546,27 +546,11 @@ class SessionManager:
         )
         return session, built.hookset
 
-    async def prepare(
-        self,
-        *,
-        project_dir: str,
-        vault_dir: str | None = None,
-        model: str | None = None,
-        permission_mode: str | None = None,
-        allowed_tools: list[str] | None = None,
-        system_prompt: str | None = None,
-        sandbox: str | None = None,
-        setting_sources: list[str] | None = None,
-        builtin_hooks: bool | list[str] | None = None,
-        mcp_servers: dict[str, Any] | None = None,
-        client_capabilities: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Build a session as `session/new` would with these parameters and start its CLI, running no hook; the next
-        `session/new` with the same parameters takes it over (sidecar/standby.py)."""
-        request = SessionRequest.of(project_dir, vault_dir=vault_dir, builtin_hooks=builtin_hooks, sandbox=sandbox,
-                                    model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
-                                    system_prompt=system_prompt, setting_sources=setting_sources,
-                                    mcp_servers=mcp_servers, client_capabilities=client_capabilities)
+    async def prepare(self, *, project_dir: str, **options: Any) -> dict[str, Any]:
+        """Build a session as `session/new` would with these parameters (`new`'s, but the session id and resume)
+        and start its CLI, running no hook; the next `session/new` with the same parameters takes it over
+        (sidecar/standby.py)."""
+        request = SessionRequest.of(project_dir, **options)
         project, vault, builtin = request.project, request.vault, request.builtin
         sid = str(uuid.uuid4())
         built = await self._build(sid, request)
