@@ -248,3 +248,33 @@ async def test_even_a_cli_reading_project_settings_keeps_the_sandbox(tmp_path: P
         await agent.close()
     assert "escape=refused" in outputs[0] and "outside=refused" in outputs[1], outputs
     assert list(outside.iterdir()) == []
+
+
+@needs_sandbox
+@pytest.mark.parametrize("where", ["project settings env", "the sidecar's own environment"])
+async def test_the_clis_env_scrub_cannot_open_the_sandbox(tmp_path: Path, where: str) -> None:
+    """CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1 makes CLI 2.1.330 run Bash in a bubblewrap profile of its own with /tmp,
+    /root and /home writable (measured: docs/FIDELITY.md). A cloned project's settings `env`, or a variable in the
+    environment the sidecar was started with, must not get it to the CLI. Only env-isolation runs among the
+    built-ins, so no guard stands between the command and the sandbox."""
+    probe = Path("/tmp/orion-scrub-escape-probe")
+    probe.unlink(missing_ok=True)
+    scenario = PROBES.with_name("scrub_escape.yaml")
+    env = {"CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "1"} if where != "project settings env" else {}
+    try:
+        async with open_sidecar(tmp_path, "notes", trust=False, permission=fixed_policy("allow_once"), env=env) as run:
+            if where == "project settings env":
+                claude = run.project / ".claude"
+                claude.mkdir()
+                (claude / "settings.json").write_text(json.dumps({"env": {"CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "1"}}))
+                await run.trust()
+            session = await run.request("session/new", {
+                "projectDir": str(run.project), "model": f"scripted:{scenario}", "allowedTools": ["Bash"],
+                "builtinHooks": ["env-isolation"]}, timeout=60.0)
+            assert session["sandbox"]["enabled"] is True
+            await run.prompt(session["sessionId"], "probe")
+            outputs = [str(u.get("output")) for u in run.updates(session["sessionId"], "tool_call_update")]
+        assert any("DENIED" in o for o in outputs), outputs
+        assert not probe.exists()
+    finally:
+        probe.unlink(missing_ok=True)
