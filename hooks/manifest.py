@@ -11,6 +11,7 @@ target in the digest so repointing a link is a change too.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -132,7 +133,14 @@ def command_files(command: str, cwd: Path, project_dir: Path) -> list[Path]:
     (`git`, `jq`) is found on PATH by the shell, not in the project; plain
     data arguments (`touch out.log`) are not code and are not pinned.
     """
-    words = split_command(expand_project_dir(command, project_dir))
+    return list(_command_files(command, str(cwd), str(project_dir), os.environ.get("HOME", "")))
+
+
+@functools.lru_cache(maxsize=512)
+def _command_files(command: str, cwd: str, project_dir: str, home: str) -> tuple[Path, ...]:
+    # Pure in its arguments (`~` reads HOME, hence the key): a hook fired after the agent's `cd` is checked
+    # on every run, and the shell-word analysis was most of that check.
+    words = split_command(expand_project_dir(command, Path(project_dir)))
     picked: list[str] = []
     if words and "/" in words[0]:
         picked.append(words[0])
@@ -151,11 +159,11 @@ def command_files(command: str, cwd: Path, project_dir: Path) -> list[Path]:
     for word in picked[:MAX_FILES_PER_HOOK]:
         path = Path(word).expanduser()
         if not path.is_absolute():
-            path = cwd / path
+            path = Path(cwd) / path
         path = Path(os.path.normpath(str(path)))
         if path not in found:
             found.append(path)
-    return found
+    return tuple(found)
 
 
 # --------------------------------------------------------------------------- the manifest

@@ -64,6 +64,8 @@ def run_cwd(spec: Any, payload: dict[str, Any], project_dir: Path) -> Path:
     if spec.cwd is not None:
         return Path(spec.cwd)
     cwd = payload.get("cwd")
+    if cwd == str(project_dir):
+        return project_dir  # the common case: the agent has not moved; no stat
     if isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd):
         return Path(cwd)
     return Path(project_dir)
