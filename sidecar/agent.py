@@ -241,36 +241,44 @@ class AgentSession:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        from claude_agent_sdk import ClaudeSDKClient
-
         if self._client is not None:
             return
-        from sidecar import supervisor
+        from sidecar import sdk_loader, supervisor
 
         # Nothing the CLI starts may outlive the sidecar: the CLI and its commands carry the sidecar's token,
         # its home is on record before the CLI writes prompts there, its pid right after the spawn.
         self.config.env = {**self.config.env, **supervisor.child_env()}
         supervisor.claim_home(self.config.env.get("HOME"))
-        client = ClaudeSDKClient(self.build_options())
+        options = self.build_options()
+        transport = None
+        client = None
         try:
             with warnings.catch_warnings():
                 # We register can_use_tool and allowed_tools together on purpose: allowed tools skip the ask.
                 warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
+                # The CLI first, with the SDK's transport alone; the rest of the SDK imports while it boots
+                # (sidecar/sdk_loader.py).
+                transport = sdk_loader.spawn_transport(options)
+                await transport.connect()
+                # Private SDK attribute, read only to verify and, if need be, finish the CLI's exit in close().
+                self.cli_pid = getattr(getattr(transport, "_process", None), "pid", None)
+                supervisor.track(self.cli_pid)
+                sdk = await anyio.to_thread.run_sync(sdk_loader.load_full)
+                client = sdk.ClaudeSDKClient(options, transport=transport)
                 await client.connect()
         except BaseException:
             # Failed or cancelled half-way (session/new cancelled, shutdown): a CLI already spawned goes too.
             with anyio.CancelScope(shield=True), anyio.move_on_after(self.config.close_timeout_s):
                 with contextlib.suppress(Exception):
-                    await client.disconnect()
+                    if client is not None:
+                        await client.disconnect()
+                    if transport is not None:
+                        await transport.close()
             raise
         self._client = client
-        # Private SDK attribute, read only to verify and, if need be, finish the CLI's exit in close().
-        process = getattr(getattr(client, "_transport", None), "_process", None)
-        self.cli_pid = getattr(process, "pid", None)
-        supervisor.track(self.cli_pid)
 
     def build_options(self) -> ClaudeAgentOptions:
-        from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+        from claude_agent_sdk.types import ClaudeAgentOptions, HookMatcher  # not the package: sidecar/sdk_loader.py
 
         cfg = self.config
         hooks = {

@@ -1,8 +1,10 @@
-"""Import what the first `session/new` needs while the app is idle: once `initialize` is answered, a daemon thread
-imports the Claude Agent SDK (~1 s, most of it its `mcp` dependency) and the session modules.
+"""Import what the first `session/new` needs before its CLI starts, while the app is idle: once `initialize` is
+answered, a daemon thread imports the SDK's transport and types and the session modules (sidecar/sdk_loader.py).
+The rest of the Claude Agent SDK (~0.4-0.8 s, most of it its `mcp` dependency) is left to the session start,
+which imports it while its CLI boots.
 
 A desktop app launches the sidecar long before its user's first prompt; the first session then starts at the
-CLI's own pace instead of waiting for an import. `session/new` imports the same modules itself (a module is
+CLI's own pace instead of waiting for an import, and the idle sidecar holds ~50 MiB, not ~65. `session/new` imports the same modules itself (a module is
 imported once: a second importer waits for the first), so nothing depends on this having finished.
 `ORION_PREIMPORT=0` turns it off (to measure the cold path).
 """
@@ -16,7 +18,7 @@ import threading
 
 log = logging.getLogger(__name__)
 
-MODULES = ("claude_agent_sdk", "sidecar.agent", "sidecar.sessions", "sidecar.hook_bridge", "sidecar.permissions",
+MODULES = ("sidecar.agent", "sidecar.sessions", "sidecar.hook_bridge", "sidecar.permissions",
            "sidecar.sandbox", "hooks.hookset", "hooks.runner", "hooks.builtin", "hooks.executors.remote",
            "ipc.protocol_agent", "ipc.protocol_acp")
 
@@ -28,11 +30,17 @@ def enabled() -> bool:
 
 
 def _run() -> None:
-    for name in MODULES:
+    from sidecar import sdk_loader
+
+    # What a session start needs before it spawns the CLI: the SDK's transport, then the session's own modules.
+    # Not the rest of the SDK (its mcp stack, ~15 MiB): a session start imports it while its CLI boots, where it
+    # costs no time (bench/RESULTS.md, "The SDK imported while the CLI boots"), and the idle sidecar stays small.
+    steps = [sdk_loader.load_transport, *(lambda name=name: importlib.import_module(name) for name in MODULES)]
+    for step in steps:
         try:
-            importlib.import_module(name)
+            step()
         except Exception:  # noqa: BLE001 - session/new imports it again and reports the failure where it matters
-            log.debug("pre-import of %s failed", name, exc_info=True)
+            log.debug("pre-import step failed", exc_info=True)
 
 
 def start() -> None:

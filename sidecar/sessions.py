@@ -362,8 +362,11 @@ class SessionManager:
         permission_mode, setting_sources = request.permission_mode, request.setting_sources
         sandbox_mode, mcp_servers, client_capabilities = request.sandbox_mode, request.mcp_servers, request.client_capabilities
         phases = StartPhases()
-        # The SDK import takes ~1 s; on the event loop it would stall every other session and request.
-        await anyio.to_thread.run_sync(importlib.import_module, "claude_agent_sdk")
+        # What starting the CLI needs of the SDK (its types and transport; the rest imports while the CLI boots,
+        # sidecar/sdk_loader.py), off the event loop: an import would stall every other session and request.
+        from sidecar import sdk_loader
+
+        await anyio.to_thread.run_sync(sdk_loader.load_transport)
         phases.mark("sdk import")
         from sidecar.agent import AgentConfig, AgentSession
         from sidecar.evaluator import SdkModelClient
