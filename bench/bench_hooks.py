@@ -82,17 +82,22 @@ async def bench_dispatch(tmp: Path, iterations: int) -> list[tuple[int, float, f
     return rows
 
 
-async def bench_command(tmp: Path, iterations: int) -> tuple[float, float, float]:
-    """One `true` command hook through fire() vs subprocess.run of the same command with the same stdin."""
+async def bench_command(tmp: Path, iterations: int, *, moved: bool) -> tuple[float, float, float]:
+    """One `true` command hook through fire() vs subprocess.run of the same command with the same stdin.
+
+    `moved`: the agent has `cd`'d out of the project (the payload's cwd is /tmp), so the hook runs there and its
+    files are checked against the reviewed ones on every run; otherwise the agent is in the project (the usual case).
+    """
     command = "true"
     proj = _project(tmp, {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]})
     runner = HookRunner(load_hookset(proj, registry=HookRegistry()))
     session = SessionContext("bench", proj)
-    data = json.dumps(PAYLOAD).encode()
+    payload = PAYLOAD if moved else {**PAYLOAD, "cwd": str(proj)}
+    data = json.dumps(payload).encode()
     ours, raw, araw = [], [], []
     for i in range(iterations + 10):
         t0 = time.perf_counter()
-        agg = await runner.fire("PreToolUse", PAYLOAD, session)
+        agg = await runner.fire("PreToolUse", payload, session)
         t1 = time.perf_counter()
         subprocess.run(["/bin/sh", "-c", command], input=data, capture_output=True, cwd=proj)
         t2 = time.perf_counter()
@@ -161,18 +166,19 @@ async def main() -> None:
         tmp = Path(d)
         _isolate(tmp)
         dispatch = await bench_dispatch(tmp, args.iterations)
-        command = await bench_command(tmp, args.iterations)
+        commands = [(label, await bench_command(tmp, args.iterations, moved=moved))
+                    for label, moved in (("agent in the project", False), ("agent after `cd /tmp`", True))]
         python = await bench_python(tmp, max(30, args.iterations // 4))
     print("### Programmatic hook dispatch (PreToolUse, trivial async hooks, tracking on, no observer)\n")
     print("| hooks | fire() µs | per hook µs (vs 0 hooks) |")
     print("|---:|---:|---:|")
     for n, per_fire, per_hook in dispatch:
         print(f"| {n} | {per_fire:.1f} | {per_hook:.1f} |" if n else f"| {n} | {per_fire:.1f} | – |")
-    o, r, a = command
     print("\n### Command hook vs raw spawn (`true`, payload on stdin, medians, interleaved)\n")
-    print("| fire() with 1 command hook | subprocess.run (blocking) | ratio | asyncio.create_subprocess_exec | ratio |")
-    print("|---:|---:|---:|---:|---:|")
-    print(f"| {o:.2f} ms | {r:.2f} ms | {o / r:.2f}× | {a:.2f} ms | {o / a:.2f}× |")
+    print("| case | fire() with 1 command hook | subprocess.run (blocking) | ratio | asyncio.create_subprocess_exec | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, (o, r, a) in commands:
+        print(f"| {label} | {o:.2f} ms | {r:.2f} ms | {o / r:.2f}× | {a:.2f} ms | {o / a:.2f}× |")
     w, c, speedup = python
     print("\n### Python hook: warm launcher vs cold `python hook.py` (medians)\n")
     print("| warm (fire() through the launcher) | cold interpreter | speed-up |")
