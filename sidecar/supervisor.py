@@ -25,6 +25,7 @@ from pathlib import Path
 
 from hooks import children
 from sidecar import reaper
+from hooks.launcher.frozen import helper_argv
 
 log = logging.getLogger("sidecar.supervisor")
 
@@ -66,7 +67,7 @@ class Supervisor:
         try:
             self.watchdog = subprocess.Popen(
                 # -I: the watchdog imports nothing from the sidecar's tree, PYTHONPATH or the working directory.
-                [sys.executable, "-I", str(WATCHDOG), "watch", str(self.record)],
+                helper_argv("watchdog", WATCHDOG, "watch", str(self.record), isolated=True),
                 # Not our stderr either: the frontend's pipe must reach EOF when we exit, not when the sweep ends.
                 stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
                 # Its own session: a frontend killing our process group must not take the cleaner with it.

@@ -44,10 +44,14 @@ class _Launcher:
 
     @classmethod
     async def spawn(cls, python: str) -> _Launcher:
+        from hooks.launcher.frozen import helper_argv
+
+        # The launcher script under `python`, or in the self-contained build its own executable in the launcher
+        # role (sidecar/frozen.py), unless ORION_HOOK_PYTHON names another interpreter.
+        argv = ([python, "-u", str(CHILD_SCRIPT)] if python != sys.executable
+                else helper_argv("hook-launcher", CHILD_SCRIPT, unbuffered=True))
         proc = await asyncio.create_subprocess_exec(
-            python,
-            "-u",
-            str(CHILD_SCRIPT),
+            *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             start_new_session=True,

@@ -9,8 +9,10 @@ closes its stdin cannot take the launcher's request channel with it.
 
 import sys
 
-# The script's own directory must not shadow anything a hook imports.
-del sys.path[0]
+# The script's own directory must not shadow anything a hook imports. (Imported instead, by the self-contained
+# build's executable in its hook-launcher role, sidecar/frozen.py, there is no script directory on the path.)
+if __name__ == "__main__":
+    del sys.path[0]
 
 import asyncio  # noqa: E402
 import contextlib
