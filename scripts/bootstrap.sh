@@ -57,6 +57,14 @@ if command -v npm >/dev/null 2>&1; then
         (cd "$acp_node" && npm ci --no-audit --no-fund --loglevel=error >&2) \
             && echo "$lock_sum" > "$acp_node/node_modules/.orion-installed"
     fi
+    # The TypeScript client (clients/typescript): tsc, the ACP SDK and ajv, pinned by its package-lock.json.
+    ts_client="$root/clients/typescript"
+    ts_sum="$(sha256sum "$ts_client/package-lock.json" | cut -c1-16)"
+    if [ ! -f "$ts_client/node_modules/.orion-installed" ] || [ "$(cat "$ts_client/node_modules/.orion-installed")" != "$ts_sum" ]; then
+        echo "[setup] installing the TypeScript client's dependencies (clients/typescript)" >&2
+        (cd "$ts_client" && npm ci --no-audit --no-fund --loglevel=error >&2) \
+            && echo "$ts_sum" > "$ts_client/node_modules/.orion-installed"
+    fi
 else
-    echo "[setup] warning: npm not found; the ACP TypeScript SDK test (tests/acp/test_node_sdk_client.py) will fail" >&2
+    echo "[setup] warning: npm not found; the ACP TypeScript SDK test (tests/acp/test_node_sdk_client.py) and the TypeScript client's tests will fail" >&2
 fi
