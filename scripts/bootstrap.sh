@@ -36,6 +36,22 @@ if [ "$(uname -s)" = Linux ] && ! command -v pg_ctl >/dev/null 2>&1 && ! ls /usr
         fi
     fi
 fi
+# The inspector's browser tests (tests/inspector) drive the distribution's Chromium through Playwright; no browser
+# is downloaded. Installed only when missing, as root (CI) or through sudo.
+if [ "$(uname -s)" = Linux ] && ! command -v chromium >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="$(command -v sudo || true)"
+        if [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; then
+            echo "[setup] installing chromium (the inspector's browser tests)" >&2
+            $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2 \
+                || { $sudo apt-get update -q >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2; } \
+                || echo "[setup] warning: could not install chromium; the inspector's browser tests will fail" >&2
+        else
+            echo "[setup] warning: chromium missing and not root: the inspector's browser tests will fail" >&2
+        fi
+    fi
+fi
 if [ ! -x "$venv/bin/python" ]; then
     echo "[setup] creating virtual environment in $venv" >&2
     "$py" -m venv "$venv"

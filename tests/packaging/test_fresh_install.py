@@ -32,6 +32,7 @@ def test_a_plain_pip_install_runs_the_demo(tmp_path: Path) -> None:
     assert "sidecar/scenarios/demo.yaml" in names
     assert "frontend_stub/demo_project/.claude/hooks/audit-bash.sh" in names
     assert "sidecar/cli_exec.sh" in names and "hooks/builtin_settings.json" in names
+    assert "frontend_stub/inspector/page.html" in names  # `orion inspect` serves it
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
