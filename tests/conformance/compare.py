@@ -115,10 +115,11 @@ def _short(value: Any, limit: int = 400) -> str:
 
 
 def load_golden(name: str) -> dict[str, Any]:
-    """A golden as recorded, with the recording day normalised like a fresh observation's (harness.normalise)."""
-    from tests.conformance.harness import TODAY, TODAY_TOKEN
+    """A golden as recorded, with the recording day and machine normalised like a fresh observation's
+    (harness.normalise)."""
+    from tests.conformance.harness import machine_neutral
 
-    return json.loads(TODAY.sub(TODAY_TOKEN, (GOLDEN_DIR / f"{name}.json").read_text()))
+    return json.loads(machine_neutral((GOLDEN_DIR / f"{name}.json").read_text()))
 
 
 async def _run(names: list[str]) -> int:

@@ -209,6 +209,14 @@ _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b")
 # Claude Code's system prompt names the day: goldens recorded yesterday must still compare today.
 TODAY = re.compile(r"Today's date is \d{4}-\d{2}-\d{2}\.")
 TODAY_TOKEN = "Today's date is <DATE>."
+# ...and the kernel it runs on ("OS Version: Linux 6.18.44-fc-v782"): goldens recorded on another machine must compare.
+OS_VERSION = re.compile(r"OS Version: [^\\\"]*")
+OS_TOKEN = "OS Version: <OS>"
+
+
+def machine_neutral(text: str) -> str:
+    """A JSON text with the day and the machine's kernel version replaced, as in the goldens' comparison."""
+    return OS_VERSION.sub(OS_TOKEN, TODAY.sub(TODAY_TOKEN, text))
 
 
 def normalise(obs: dict[str, Any], root: Path) -> dict[str, Any]:
@@ -221,7 +229,7 @@ def normalise(obs: dict[str, Any], root: Path) -> dict[str, Any]:
     ids: dict[str, str] = {}
     text = _TOOLU.sub(lambda m: ids.setdefault(m.group(0), f"toolu_{len(ids)}"), text)
     text = _UUID.sub("<UUID>", text)
-    text = TODAY.sub(TODAY_TOKEN, text)
+    text = machine_neutral(text)
     data = json.loads(text)
     for call in data["hook_calls"]:
         stdin = call.get("stdin") or {}

@@ -38,7 +38,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if given:
         return Path(given)
     dist = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, str(REPO_ROOT / "packaging" / "build.py"), "--dist", str(dist)],
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "bundle" / "build.py"), "--dist", str(dist)],
                           capture_output=True, text=True, timeout=1500, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr[-4000:]
     return Path(done.stdout.strip().splitlines()[-1])
