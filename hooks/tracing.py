@@ -134,15 +134,21 @@ def shutdown() -> None:
 # --------------------------------------------------------------------------- one session
 
 
-def _value(value: Any) -> Any:
+# Attributes that carry text a hook or the agent wrote (a reason, an error): redacted. The rest are names and
+# identifiers from settings and the protocol (hook name, type, event, model, tool name, ids), capped only.
+FREE_TEXT = frozenset({"orion.hook.reason", "orion.hook.error", "orion.permission.reason", "orion.session.end_reason",
+                       "orion.stop_reason", "status"})
+
+
+def _value(value: Any, free_text: bool = True) -> Any:
     if isinstance(value, (bool, int, float)):
         return value
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    return redact(text)[:MAX_ATTRIBUTE_CHARS]
+    return (redact(text) if free_text else text)[:MAX_ATTRIBUTE_CHARS]
 
 
 def _attributes(attributes: dict[str, Any]) -> dict[str, Any]:
-    return {key: _value(value) for key, value in attributes.items() if value is not None}
+    return {key: _value(value, key in FREE_TEXT) for key, value in attributes.items() if value is not None}
 
 
 def ids(span: Any) -> tuple[str, str]:
@@ -232,14 +238,14 @@ class SessionTrace:
         self.finished[tool_use_id] = span
         while len(self.finished) > 256:
             self.finished.pop(next(iter(self.finished)))
-        span.set_attribute("orion.tool.status", status)
+        span.set_attribute("orion.tool.status", status)  # one of a few words: nothing to redact
         if status in ("failed", "denied", "unfinished"):
             span.set_status(self._status(False, status))
         span.end()
 
     def end(self, reason: str) -> None:
         self.end_turn(None)
-        self.session.set_attribute("orion.session.end_reason", reason)
+        self.session.set_attribute("orion.session.end_reason", _value(reason))
         self.session.end()
 
     # ------------------------------------------------------------------ hooks and permissions
@@ -272,7 +278,7 @@ class SessionTrace:
             "orion.tool.name": tool_name, "orion.tool.call_id": tool_use_id, "orion.permission.reason": reason}))
 
     def end_permission(self, span: Any, outcome: str) -> None:
-        span.set_attribute("orion.permission.outcome", outcome)
+        span.set_attribute("orion.permission.outcome", outcome)  # allow | deny | cancelled
         span.end()
 
     def _status(self, ok: bool, description: str | None) -> Any:
