@@ -60,8 +60,9 @@ def pyinstaller_args(name: str, dist: Path, work: Path) -> list[str]:
             "--specpath", str(work), "--log-level", "WARN", "--paths", str(ROOT)]
     for package in ("sidecar", "hooks", "ipc"):
         args += ["--collect-submodules", package, "--collect-data", package]
-    # Imported by name at run time (ipc/lazy_package.py, anyio's backends), so PyInstaller's analysis cannot see them.
-    for package in ("jsonrpcserver", "anyio"):
+    # Imported by name at run time (ipc/lazy_package.py, anyio's backends, tracing only when on), so PyInstaller's
+    # analysis cannot see them.
+    for package in ("jsonrpcserver", "anyio", "opentelemetry"):
         args += ["--collect-submodules", package]
     args += ["--collect-all", "claude_agent_sdk", "--copy-metadata", "claude-agent-sdk"]
     # Nothing at run time needs them, and their runtime hooks import pkg_resources at every launch (~150 ms).

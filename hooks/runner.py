@@ -22,6 +22,7 @@ from hooks.interpret import STOP_EVENTS, decision_of, make_result, updated_input
 from hooks.matchers import match_target
 from hooks.paths import data_dir as default_data_dir
 from hooks.paths import project_hash, validate_session_id
+from hooks.tracing import TRACE_KEY
 from hooks.tracking import Execution, TrackingWriter
 from hooks.types import (
     BLOCKING_EVENTS,
@@ -287,6 +288,8 @@ class HookRunner:
         if self._debug:
             log.debug("start %s %s (%s, %s, timeout %gs)", execution_id, spec.name, spec.type, spec.source, spec.timeout_s)
         executor = self.executors.get(spec.type)
+        trace = session.state.get(TRACE_KEY)  # hooks/tracing.py: None unless the user switched tracing on
+        span = trace.start_hook(spec, event, tool_use_id, payload.get("tool_name")) if trace is not None else None
         started = time.perf_counter()
         fail_open = False
         try:
@@ -303,6 +306,8 @@ class HookRunner:
         except asyncio.CancelledError:
             result = make_result(spec, event, ExecutionReport(status="cancelled", error="cancelled"), execution_id,
                                  (time.perf_counter() - started) * 1000)
+            if span is not None:
+                result.trace_id, result.span_id = trace.end_hook(span, result, None, None)
             self._finish_cancelled(result, session)
             raise
         except Exception as exc:  # an executor bug fails this hook only
@@ -313,6 +318,9 @@ class HookRunner:
             result.fail_closed = False
         if loop_guard and result.outcome != "cancelled" and decision_of(result, event)[0] == "block":
             result.enforced = False  # reported, not enforced: a second Stop block would loop forever
+        if span is not None:
+            decision, reason = decision_of(result, event)
+            result.trace_id, result.span_id = trace.end_hook(span, result, decision, reason)
         if result.outcome != "success" and result.error:
             log.warning("hook %r (%s) on %s: %s: %s", spec.name, spec.type, event, result.outcome, result.error)
         elif self._debug:

@@ -44,6 +44,7 @@ def _tracking_record(result: HookResult) -> dict[str, Any]:
         "error": result.error,
         "background": result.background,
         "enforced": result.enforced,
+        **({"traceId": result.trace_id, "spanId": result.span_id} if result.trace_id else {}),
     }
 
 
@@ -62,7 +63,7 @@ class Execution:
         """The two JSON lines, exactly as json.dumps would write the records; formatted directly when every value is plain."""
         r = self.result
         duration = round(r.duration_ms, 3)
-        if not (
+        if r.trace_id is not None or not (
             type(r.execution_id) is str and type(self.session_id) is str and type(self.project) is str
             and type(r.outcome) is str and (r.error is None or type(r.error) is str)
             and (r.exit_code is None or type(r.exit_code) is int)
@@ -95,7 +96,8 @@ class Execution:
         event_line = _ENCODE({"ts": ts, "sessionId": self.session_id, **record})
         timing_line = _ENCODE(
             {"ts": ts, "name": record["name"], "event": record["event"], "durationMs": duration,
-             "outcome": record["outcome"], "project": self.project}
+             "outcome": record["outcome"], "project": self.project,
+             **({"traceId": record["traceId"], "spanId": record["spanId"]} if "traceId" in record else {})}
         )
         return event_line, timing_line
 

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from hooks.tracing import TRACE_KEY
+
 if TYPE_CHECKING:  # claude_agent_sdk costs ~600 ms to import: only start() pays for it
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
@@ -445,12 +447,28 @@ class AgentSession:
 
     # ------------------------------------------------------------------ message translation
 
+    def _trace_stream(self, trace: Any, event: dict[str, Any]) -> None:
+        """A model request's span from the stream's message_start to its message_stop, with its token usage."""
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            trace.start_model(message.get("model") or self.config.model)
+            self._trace_usage = dict(message.get("usage") or {})
+        elif kind == "message_delta":
+            self._trace_usage = {**getattr(self, "_trace_usage", {}), **(event.get("usage") or {})}
+        elif kind == "message_stop":
+            trace.end_model(getattr(self, "_trace_usage", None))
+
     async def _translate(self, message: Any) -> None:
         from claude_agent_sdk import AssistantMessage, StreamEvent, SystemMessage, UserMessage
         from claude_agent_sdk.types import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
+        trace = getattr(self._bridge, "session", None)
+        trace = trace.state.get(TRACE_KEY) if trace is not None else None  # hooks/tracing.py, when switched on
         if isinstance(message, StreamEvent):
             event = message.event
+            if trace is not None:
+                self._trace_stream(trace, event)
             if event.get("type") == "content_block_delta":
                 delta = event.get("delta") or {}
                 if delta.get("type") == "text_delta":
@@ -460,6 +478,8 @@ class AgentSession:
         elif isinstance(message, AssistantMessage):
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
+                    if trace is not None:
+                        trace.start_tool(block.id, block.name)
                     await self._emit(
                         self._with_parent(
                             {"sessionUpdate": "tool_call", "toolUseId": block.id, "name": block.name, "input": block.input},
@@ -480,6 +500,8 @@ class AgentSession:
                 return
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
+                    if trace is not None:
+                        trace.end_tool(block.tool_use_id, "failed" if block.is_error else "completed")
                     await self._emit(self._tool_result_update(block, message))
         elif isinstance(message, SystemMessage):
             if message.subtype == "init":

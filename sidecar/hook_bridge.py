@@ -9,6 +9,7 @@ from typing import Any
 from hooks.aggregate import to_hook_json
 from hooks.runner import HookRunner
 from hooks.scoped import skill_key
+from hooks.tracing import TRACE_KEY
 from hooks.types import TOOL_EVENTS, SessionContext
 from sidecar.acp.client_tools import builtin_name
 from sidecar.permissions import PermissionBroker
@@ -142,4 +143,14 @@ class HookedAsker:
                 return PermissionAnswer(True, updated_input=agg.updated_input)
             if agg.decision == "deny":
                 return PermissionAnswer(False, message=agg.reason or "Denied by a PermissionRequest hook.")
-        return await self.broker.ask(tool_name, tool_input, tool_use_id, reason, from_hook=from_hook)
+        trace = session.state.get(TRACE_KEY)  # hooks/tracing.py: the round trip is a span of its own
+        if trace is None:
+            return await self.broker.ask(tool_name, tool_input, tool_use_id, reason, from_hook=from_hook)
+        span = trace.start_permission(tool_name, tool_use_id, reason)
+        outcome = "cancelled"
+        try:
+            answer = await self.broker.ask(tool_name, tool_input, tool_use_id, reason, from_hook=from_hook)
+            outcome = "allow" if getattr(answer, "allow", False) else "deny"
+            return answer
+        finally:
+            trace.end_permission(span, outcome)

@@ -25,6 +25,7 @@ from hooks.registry import HookRegistry, default_registry
 from hooks.sources import read_builtin_options
 from hooks.runner import HookRunner
 from hooks.scoped import skill_key
+from hooks.tracing import TRACE_KEY
 from hooks.types import AggregateResult, SessionContext
 from hooks import paths as hook_paths
 from ipc.errors import (
@@ -283,6 +284,7 @@ class SessionManager:
         mcp_servers: dict[str, Any] | None = None,
         resume: bool = False,
         client_capabilities: dict[str, Any] | None = None,
+        traceparent: str | None = None,
     ) -> tuple[Session, HookSet]:
         """Start a session; with ``resume``, the past session ``session_id`` goes on with its CLI conversation.
 
@@ -297,7 +299,8 @@ class SessionManager:
             raise InvalidParams(f"session id {sid} is already in use", data={"sessionId": sid})
         self._starting.add(sid)
         try:
-            session, hookset = await self._create(sid, request, resume=resume, may_take_over=session_id is None)
+            session, hookset = await self._create(sid, request, resume=resume, may_take_over=session_id is None,
+                                                  traceparent=traceparent)
         finally:
             self._starting.discard(sid)
         sid = session.session_id  # a prepared session that was taken over has its own
@@ -338,7 +341,7 @@ class SessionManager:
         return session, hookset
 
     async def _create(self, sid: str, request: SessionRequest, *, resume: bool = False,
-                      may_take_over: bool = False) -> tuple[Session, HookSet]:
+                      may_take_over: bool = False, traceparent: str | None = None) -> tuple[Session, HookSet]:
         ready = None
         if may_take_over and not resume and len(self._standbys):
             ready = await self._standbys.take(request.key())
@@ -346,14 +349,14 @@ class SessionManager:
             log.info("session %s: the CLI prepared for %s is taken over", ready.sid, request.project)
             ready.phases = StartPhases()
             try:
-                return await self._activate(ready, resume=False, cli_started=True)
+                return await self._activate(ready, resume=False, cli_started=True, traceparent=traceparent)
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     await ready.agent.close()
                     await ready.runner.aclose()
                 raise
         built = await self._build(sid, request, resume=resume)
-        return await self._activate(built, resume=resume, cli_started=False)
+        return await self._activate(built, resume=resume, cli_started=False, traceparent=traceparent)
 
     async def _build(self, sid: str, request: SessionRequest, *, resume: bool = False) -> Built:
         """Everything a session is made of, its CLI not yet started and no hook run: what `session/new` and
@@ -469,13 +472,19 @@ class SessionManager:
                      permission_mode=permission_mode, client_tools=client_tools,
                      claude_dir_was_absent=claude_dir_was_absent, phases=phases)
 
-    async def _activate(self, built: Built, *, resume: bool, cli_started: bool) -> tuple[Session, HookSet]:
+    async def _activate(self, built: Built, *, resume: bool, cli_started: bool,
+                        traceparent: str | None = None) -> tuple[Session, HookSet]:
         """Run the SessionStart hooks and, unless a prepared CLI is taken over, start the CLI beside them."""
         from sidecar.hook_bridge import PENDING_SESSION_CONTEXT
 
+        from hooks import tracing
         from hooks.redaction import redact
 
         sid, context, runner, agent, phases = built.sid, built.context, built.runner, built.agent, built.phases
+        # The session's span (hooks/tracing.py), when the user switched tracing on: SessionStart hooks are its children.
+        trace = tracing.start_session(context.state, sid, {"orion.project": str(built.project),
+                                                            "gen_ai.request.model": built.model_name,
+                                                            "orion.session.resume": resume}, traceparent)
         for warning in built.hookset.warnings:
             # The settings files' problems, where the frontend shows the log (the session starts regardless),
             # redacted like every log record (a warning may quote a hook's command).
@@ -521,6 +530,8 @@ class SessionManager:
                 with anyio.CancelScope(shield=True):
                     await self._fire_session_end(runner, context, "other")
                     await agent.close()
+                if trace is not None:
+                    trace.end("failed")
                 raise ModelUnavailable(f"the agent could not start: {exc}", data={"sessionId": sid}) from exc
             log.info("session %s started in %s", sid, phases)
             await context.emit("sandboxStatus", built.sandbox.to_wire())
@@ -584,12 +595,18 @@ class SessionManager:
 
     # ------------------------------------------------------------------ run
 
-    async def prompt(self, session_id: str, text: str, blocks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """Run one prompt; ``blocks`` (Claude content blocks, e.g. with images) replace ``text`` as what is sent."""
+    async def prompt(self, session_id: str, text: str, blocks: list[dict[str, Any]] | None = None,
+                     traceparent: str | None = None) -> dict[str, Any]:
+        """Run one prompt; ``blocks`` (Claude content blocks, e.g. with images) replace ``text`` as what is sent.
+        ``traceparent``: the client's trace context for this turn (hooks/tracing.py)."""
         session = self.live(session_id)
         if session.state == "running":
             raise SessionBusy(f"session {session_id} is already running a prompt", data={"sessionId": session_id})
         session.state = "running"
+        trace = session.context.state.get(TRACE_KEY)
+        if trace is not None:
+            trace.start_turn(text, traceparent)
+        result = None
 
         async def touch_index() -> None:
             with contextlib.suppress(OSError):
@@ -607,6 +624,8 @@ class SessionManager:
                 session.state = "idle"
             # A skill the agent invoked ran until the end of its turn (hooks/scoped.py).
             session.context.state.pop(skill_key(None), None)
+            if trace is not None:
+                trace.end_turn(result)
         return result.to_dict()
 
     async def _after_turn(self, session: Session, result: Any) -> None:
@@ -666,6 +685,9 @@ class SessionManager:
             session.state = "ended"
             agg = await self._fire_session_end(session.runner, session.context, reason)
             session.hooks_ran_at_end = len(agg.results) if agg is not None else 0
+            trace = session.context.state.get(TRACE_KEY)
+            if trace is not None:
+                trace.end(reason)
             with anyio.CancelScope(shield=True):
                 # Side by side, so the CLI's exit and the background hooks' grace period overlap instead of
                 # adding up. Safe: disconnect stops the SDK's reader first, so no hook callback reaches the runner.

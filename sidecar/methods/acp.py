@@ -137,6 +137,12 @@ def _session_meta(session: Any, hookset: Any) -> dict[str, Any]:
     }}
 
 
+def _traceparent(meta: dict[str, Any] | None) -> str | None:
+    """A W3C trace context the client sent in `_meta` (ACP reserves `traceparent` there), for hooks/tracing.py."""
+    value = (meta or {}).get("traceparent")
+    return value if isinstance(value, str) and len(value) <= 128 else None
+
+
 def _session_kwargs(app: SidecarApp, params: p.AcpNewSessionParams) -> dict[str, Any]:
     """session/new's (and _orion/session/prepare's) parameters as the session core's."""
     options = orion_options(params.meta)
@@ -167,7 +173,8 @@ def register(app: SidecarApp) -> None:
 
     @app.method("session/new", acp=True)
     async def session_new(params: p.AcpNewSessionParams, call: CallContext) -> p.AcpNewSessionResult:
-        session, hookset = await session_manager(app).new(**_session_kwargs(app, params))
+        session, hookset = await session_manager(app).new(**_session_kwargs(app, params),
+                                                          traceparent=_traceparent(params.meta))
         return p.AcpNewSessionResult.model_validate({
             "sessionId": session.session_id, "modes": mode_state(session.permission_mode).wire(),
             "configOptions": [model_option(session.current_model)], "_meta": _session_meta(session, hookset),
@@ -231,7 +238,8 @@ def register(app: SidecarApp) -> None:
         from sidecar.acp.dialect import acp_stop_reason, acp_usage
 
         content = prompt_content([block.wire() for block in params.prompt])
-        result = await session_manager(app).prompt(params.session_id, content.text, content.blocks)
+        result = await session_manager(app).prompt(params.session_id, content.text, content.blocks,
+                                                   traceparent=_traceparent(params.meta))
         orion = {k: v for k, v in {
             "stopReason": result["stopReason"], "terminalReason": result.get("terminalReason"),
             "resultText": result.get("resultText"), "costUsd": result.get("costUsd"),
