@@ -4,53 +4,36 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
 py="${PYTHON:-python3}"
+# Debian packages the sidecar or its tests use, installed only when missing, as root (CI) or through sudo.
+# apt_install WHAT IF_MISSING PACKAGE...: WHAT names the need in the messages.
+apt_install() {
+    local what="$1" if_missing="$2"
+    shift 2
+    [ "$(uname -s)" = Linux ] && command -v apt-get >/dev/null 2>&1 || return 0
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="$(command -v sudo || true)"
+    if [ "$(id -u)" -ne 0 ] && [ -z "$sudo" ]; then
+        echo "[setup] warning: $* missing and not root: $if_missing" >&2
+        return 0
+    fi
+    echo "[setup] installing $* ($what)" >&2
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >&2 \
+        || { $sudo apt-get update -q >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >&2; } \
+        || echo "[setup] warning: could not install $*; $if_missing" >&2
+}
 # The CLI's Bash sandbox needs bubblewrap and socat on Linux (docs/SECURITY.md "Sandbox"); without them sessions
-# run unsandboxed and say so. Installed only when missing, as root (CI) or through sudo.
-if [ "$(uname -s)" = Linux ] && { ! command -v bwrap >/dev/null 2>&1 || ! command -v socat >/dev/null 2>&1; }; then
-    if command -v apt-get >/dev/null 2>&1; then
-        sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="$(command -v sudo || true)"
-        if [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; then
-            echo "[setup] installing bubblewrap and socat (the agent's sandbox)" >&2
-            $sudo apt-get install -y -q bubblewrap socat >&2 \
-                || { $sudo apt-get update -q >&2 && $sudo apt-get install -y -q bubblewrap socat >&2; } \
-                || echo "[setup] warning: could not install bubblewrap/socat; sessions will run unsandboxed" >&2
-        else
-            echo "[setup] warning: bubblewrap/socat missing and not root: sessions will run unsandboxed" >&2
-        fi
-    fi
+# run unsandboxed and say so.
+if ! command -v bwrap >/dev/null 2>&1 || ! command -v socat >/dev/null 2>&1; then
+    apt_install "the agent's sandbox" "sessions will run unsandboxed" bubblewrap socat
 fi
-# The memory tests run against a real PostgreSQL server (tests/pg_server.py starts one in a temp dir): the
-# distribution's server package, installed only when no initdb/pg_ctl is found, as root (CI) or through sudo.
-if [ "$(uname -s)" = Linux ] && ! command -v pg_ctl >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1; then
-        sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="$(command -v sudo || true)"
-        if [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; then
-            echo "[setup] installing postgresql (the team-memory tests start a real server)" >&2
-            $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >&2 \
-                || { $sudo apt-get update -q >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >&2; } \
-                || echo "[setup] warning: could not install postgresql; the PostgreSQL memory tests will fail" >&2
-        else
-            echo "[setup] warning: postgresql missing and not root: the PostgreSQL memory tests will fail" >&2
-        fi
-    fi
+# The memory tests run against a real PostgreSQL server (tests/pg_server.py starts one in a temp dir).
+if ! command -v pg_ctl >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+    apt_install "the team-memory tests start a real server" "the PostgreSQL memory tests will fail" postgresql
 fi
 # The inspector's browser tests (tests/inspector) drive the distribution's Chromium through Playwright; no browser
-# is downloaded. Installed only when missing, as root (CI) or through sudo.
-if [ "$(uname -s)" = Linux ] && ! command -v chromium >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1; then
-        sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="$(command -v sudo || true)"
-        if [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; then
-            echo "[setup] installing chromium (the inspector's browser tests)" >&2
-            $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2 \
-                || { $sudo apt-get update -q >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2; } \
-                || echo "[setup] warning: could not install chromium; the inspector's browser tests will fail" >&2
-        else
-            echo "[setup] warning: chromium missing and not root: the inspector's browser tests will fail" >&2
-        fi
-    fi
+# is downloaded.
+if ! command -v chromium >/dev/null 2>&1; then
+    apt_install "the inspector's browser tests" "the inspector's browser tests will fail" chromium
 fi
 if [ ! -x "$venv/bin/python" ]; then
     echo "[setup] creating virtual environment in $venv" >&2
