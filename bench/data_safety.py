@@ -46,7 +46,7 @@ async def _write_forever(data: Path, project: Path, seed: int) -> None:
 
     rng = random.Random(seed)
     runner = HookRunner(load_hookset(project, registry=builtin_registry(data_dir=data)), data_dir=data)
-    ready = asyncio.Event()
+    ready, stress_ready = asyncio.Event(), asyncio.Event()
 
     async def session_loop(n: int) -> None:
         sid = f"safety-{seed}-{n}"
@@ -81,10 +81,16 @@ async def _write_forever(data: Path, project: Path, seed: int) -> None:
             writer.write(path, {"ts": time.time(), "n": n, "pad": "é" * rng.randint(10, 8000)})
             if n % 20 == 0:
                 await asyncio.sleep(0.001)
+            if n == 20:
+                # Ready only once the stream has reached the disk: on a loaded machine the
+                # writer thread can otherwise lose every race against the kill.
+                await asyncio.to_thread(writer.flush)
+                stress_ready.set()
 
     tasks = [asyncio.create_task(session_loop(n)) for n in range(CHILD_SESSIONS)]
     tasks.append(asyncio.create_task(tracking_loop()))
     await ready.wait()
+    await stress_ready.wait()
     print(READY, flush=True)
     await asyncio.gather(*tasks)
 

@@ -92,7 +92,8 @@ def configure(*, env: dict[str, str] | None = None, exporter: Any = None) -> boo
         made = _otlp_exporter(env, settings, endpoint)
         if made is None:
             return False
-        provider.add_span_processor(BatchSpanProcessor(made))
+        provider.add_span_processor(BatchSpanProcessor(_Reporting(made, _describe(env, settings, endpoint))))
+        _quiet_exporters()
     TRACING.provider, TRACING.tracer = provider, provider.get_tracer(SCOPE)
     TRACING.enabled, TRACING.reason = True, "on"
     log.info("tracing on (%s)", "in-process exporter" if exporter is not None else "OTLP")
@@ -119,6 +120,89 @@ def _otlp_exporter(env: dict[str, str], settings: dict[str, Any], endpoint: str 
                           + ("pip install 'orion-sidecar[tracing-grpc]'" if protocol == "grpc" else "reinstall orion-sidecar"))
         log.warning("tracing was asked for but %s", TRACING.reason)
         return None
+
+
+def _describe(env: dict[str, str], settings: dict[str, Any], endpoint: str | None) -> str:
+    """Where spans go and which setting says so, for a person fixing an unreachable collector."""
+    if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return f"{env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']} (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)"
+    if endpoint:
+        return f"{endpoint} (OTEL_EXPORTER_OTLP_ENDPOINT)"
+    if isinstance(settings.get("endpoint"), str):
+        return f"{settings['endpoint']} (tracing.endpoint in the user's Orion settings)"
+    return "the OTLP default endpoint (set OTEL_EXPORTER_OTLP_ENDPOINT or tracing.endpoint in the user's Orion settings)"
+
+
+class _ExporterNoise(logging.Filter):
+    """Takes the OTLP exporters' own log lines (one per retry, one per failed batch) off the log: their first
+    warning is the moment to report, once, through `_Reporting`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reporter: _Reporting | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING and self.reporter is not None:
+            try:
+                detail = record.getMessage()
+            except Exception:  # a record whose arguments do not format
+                detail = str(record.msg)
+            self.reporter.problem(detail)
+        return False
+
+
+_NOISE = _ExporterNoise()
+
+
+def _quiet_exporters() -> None:
+    """A logger's filter sees only its own records: attach to every OpenTelemetry logger made so far (the exporter
+    and the SDK's modules are imported by now)."""
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith(("opentelemetry.exporter", "opentelemetry.sdk")):
+            logger = logging.getLogger(name)
+            if _NOISE not in logger.filters:
+                logger.addFilter(_NOISE)
+
+
+class _Reporting:
+    """A span exporter around the OTLP one. A collector that cannot be reached, or refuses the spans, is reported
+    once, at its first failed attempt, naming the setting (a warning: the stderr log and a `log` event), and again
+    once when it takes spans again. The session never waits for it (the batch processor exports on its own
+    thread); spans that cannot be delivered are dropped."""
+
+    def __init__(self, inner: Any, where: str) -> None:
+        self.inner, self.where = inner, where
+        self.down = False
+        _NOISE.reporter = self
+
+    def problem(self, detail: str) -> None:
+        if self.down:
+            return
+        self.down = True
+        log.warning("tracing: spans cannot be sent to %s (%s); the session goes on, and spans are dropped while the "
+                    "collector does not answer", redact(self.where), redact(" ".join(detail.split())[:300]))
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        try:
+            result = self.inner.export(spans)
+        except Exception as exc:  # an exporter bug must not reach the batch thread's loop
+            self.problem(f"{type(exc).__name__}: {exc}")
+            return SpanExportResult.FAILURE
+        if result == SpanExportResult.SUCCESS:
+            if self.down:
+                self.down = False
+                log.warning("tracing: the collector at %s takes spans again", redact(self.where))
+        else:
+            self.problem("the export failed")
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self.inner.force_flush(timeout_millis))
 
 
 def flush(timeout_s: float = 5.0) -> None:

@@ -89,3 +89,37 @@ class Receiver:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+
+class GrpcReceiver(Receiver):
+    """The same receiver over OTLP/gRPC: a real grpcio server serving the official TraceService."""
+
+    grpc_server: Any = None
+    port: int = 0
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> GrpcReceiver:
+        from concurrent import futures
+
+        import grpc
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+        receiver = self
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(self, request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:  # noqa: N802
+                receiver.add(request)
+                return ExportTraceServiceResponse()
+
+        self.grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.grpc_server)
+        self.port = self.grpc_server.add_insecure_port("127.0.0.1:0")
+        self.grpc_server.start()
+        return self
+
+    def stop(self) -> None:
+        if self.grpc_server is not None:
+            self.grpc_server.stop(grace=None)

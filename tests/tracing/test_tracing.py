@@ -35,6 +35,7 @@ class AcpDriver:
         self.ids = 0
         self.buffer = b""
         self.asked: list[dict[str, Any]] = []
+        self.notes: list[dict[str, Any]] = []  # Orion's events, for a client that opted in
         self.stderr = b""
 
     def send(self, message: dict[str, Any]) -> None:
@@ -64,19 +65,24 @@ class AcpDriver:
                     self.asked.append(message["params"])
                     self.send({"jsonrpc": "2.0", "id": message["id"],
                                "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}})
+                elif str(message.get("method", "")).startswith("_orion/"):
+                    self.notes.append(message)
                 elif message.get("id") == ident and "method" not in message:
                     assert "result" in message, message
                     return message["result"]
         raise AssertionError(f"no answer to {method}; stderr:\n{self.stderr.decode(errors='replace')[-3000:]}")
 
     def close(self) -> None:
-        assert self.proc.stdin is not None
+        assert self.proc.stdin is not None and self.proc.stderr is not None
         self.proc.stdin.close()
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(5)
+            raise AssertionError("the sidecar did not exit within 30 s of its stdin closing") from None
+        finally:
+            self.stderr += self.proc.stderr.read()
 
 
 def make_project(tmp: Path) -> Path:
@@ -91,7 +97,7 @@ def make_project(tmp: Path) -> Path:
     return project
 
 
-def run_session(tmp: Path, env: dict[str, str], project: Path) -> AcpDriver:
+def run_session(tmp: Path, env: dict[str, str], project: Path, events: bool = False) -> AcpDriver:
     scenario = tmp / "turns.json"
     scenario.write_text(json.dumps({"turns": [
         [{"tool_use": {"name": "Write", "input": {"file_path": str(project / ".env"), "content": "X=1\n"}}}],
@@ -101,7 +107,8 @@ def run_session(tmp: Path, env: dict[str, str], project: Path) -> AcpDriver:
         "Done.",
     ]}))
     driver = AcpDriver(env)
-    driver.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    driver.call("initialize", {"protocolVersion": 1,
+                               "clientCapabilities": {"_meta": {"orion": {"events": True}}} if events else {}})
     driver.call("_orion/hooks/trust", {"projectDir": str(project)})
     session = driver.call("session/new", {"cwd": str(project), "mcpServers": [], "_meta": {
         "traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01",
@@ -218,3 +225,51 @@ def test_the_users_own_settings_switch_it_on(tmp_path: Path, receiver: Receiver)
     run_session(tmp_path, env, project)
     assert any(s.name == "orion.session" for s in receiver.spans)
     assert {s.service for s in receiver.spans} == {"orion-user-set"}
+
+
+def test_a_session_traced_over_otlp_grpc(tmp_path: Path) -> None:
+    """OTLP over gRPC (`OTEL_EXPORTER_OTLP_PROTOCOL=grpc`, the `tracing-grpc` extra) to a real grpcio server serving
+    the official TraceService: the same tree arrives."""
+    from tests.tracing.otlp_receiver import GrpcReceiver
+
+    receiver = GrpcReceiver().start()
+    try:
+        project = make_project(tmp_path)
+        env = dict(os.environ, PYTHONPATH=str(ROOT), OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+                   OTEL_EXPORTER_OTLP_PROTOCOL="grpc", OTEL_SERVICE_NAME="orion-over-grpc", OTEL_BSP_SCHEDULE_DELAY="100")
+        env.pop("ANTHROPIC_API_KEY", None)
+        run_session(tmp_path, env, project)
+    finally:
+        receiver.stop()
+    spans = receiver.spans
+    [session] = [s for s in spans if s.name == "orion.session"]
+    assert session.trace_id == TRACE_ID and session.parent_id == PARENT_ID
+    assert {s.service for s in spans} == {"orion-over-grpc"} and receiver.requests >= 1
+    [turn] = [s for s in spans if s.name == "orion.turn"]
+    tools = [s for s in spans if s.name.startswith("orion.tool ")]
+    assert len(tools) == 4 and all(t.parent_id == turn.span_id for t in tools)
+    assert any(s.name == "orion.hook protection" and s.attributes.get("orion.hook.decision") == "deny" for s in spans)
+
+
+def test_an_unreachable_collector_is_reported_once_and_the_session_goes_on(tmp_path: Path) -> None:
+    """The endpoint refuses connections: the session runs to its end, the client hears it once (a `log` warning
+    naming the setting), stderr says it once with no exporter traceback or per-batch lines, and the sidecar exits
+    when its stdin closes instead of retrying into the void."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    project = make_project(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}",
+               OTEL_BSP_SCHEDULE_DELAY="100")
+    env.pop("ANTHROPIC_API_KEY", None)
+    driver = run_session(tmp_path, env, project, events=True)  # asserts end_turn, closes, waits for the exit
+    reports = [n["params"] for n in driver.notes if n["method"] == "_orion/log"
+               and "tracing:" in n["params"].get("message", "")]
+    assert len(reports) == 1, (reports, driver.stderr.decode(errors="replace")[-3000:])
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" in reports[0]["message"] and f"127.0.0.1:{port}" in reports[0]["message"]
+    assert reports[0]["level"] == "warning"
+    stderr = driver.stderr.decode(errors="replace")
+    assert stderr.count("tracing: spans cannot be sent") == 1, stderr[-3000:]
+    assert "Traceback" not in stderr and "Failed to export" not in stderr, stderr[-3000:]
