@@ -127,6 +127,7 @@ class SidecarClient:
         self.peer = peer
         self._stderr = stderr
         self._subscribers: list[_Subscriber] = []
+        self._listeners: list[Callable[[Event], None]] = []
         self.history: deque[Event] = deque(maxlen=HISTORY)  # the most recent events, oldest first
         self.initialize_result: p.InitializeResult | None = None
         self.on_request: RequestHandler | None = None
@@ -230,6 +231,12 @@ class SidecarClient:
         """
         return EventStream(self, name, buffer)
 
+    def listen(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call `callback` with every event as it is read, before anything read after it is handled: when a request's
+        answer arrives, every event the sidecar sent before that answer has been seen. Returns the unsubscribe."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
     async def send_line(self, line: bytes | str) -> None:
         """Put one line on the wire verbatim (malformed input included); answers arrive in `unmatched`."""
         await self.peer.send_raw(RawLine(line.encode("utf-8") if isinstance(line, str) else line))
@@ -254,6 +261,11 @@ class SidecarClient:
     def _on_event(self, name: str, params: Any) -> None:
         event = Event(name, params, time.monotonic())
         self.history.append(event)
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:  # a listener's bug must not stop the reader
+                logger.exception("event listener failed on %s", name)
         for subscriber in self._subscribers:
             if subscriber.name is not None and subscriber.name != name or subscriber.overflowed:
                 continue

@@ -197,24 +197,17 @@ async def open_sidecar(
     async with SidecarClient.launch(env=child_env, cwd=str(REPO_ROOT), on_request=on_request) as client:
         run = E2ESidecar(client=client, project=project_dir, log_dir=log_dir)
         box.append(run)
-        stream = client.events()
-
-        async def collect() -> None:
-            async for event in stream:
-                run._collect(event)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(collect)
-            try:
-                if trust:
-                    await run.trust()
-                yield run
-            except BaseException:
-                sys.stderr.write("---- sidecar stderr (tail) ----\n" + client.stderr_text()[-6000:] + "\n")
-                raise
-            finally:
-                tg.cancel_scope.cancel()
-                await stream.aclose()
+        # Collected as they are read: once a prompt's answer is back, every event sent before it is in run.events.
+        unlisten = client.listen(run._collect)
+        try:
+            if trust:
+                await run.trust()
+            yield run
+        except BaseException:
+            sys.stderr.write("---- sidecar stderr (tail) ----\n" + client.stderr_text()[-6000:] + "\n")
+            raise
+        finally:
+            unlisten()
 
 
 @pytest.fixture
