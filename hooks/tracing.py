@@ -155,10 +155,11 @@ _NOISE = _ExporterNoise()
 
 
 def _quiet_exporters() -> None:
-    """A logger's filter sees only its own records: attach to every OpenTelemetry logger made so far (the exporter
-    and the SDK's modules are imported by now)."""
+    """A logger's filter sees only its own records: attach to every exporter logger made so far (the exporter
+    modules are imported by now). The SDK's own warnings (a full queue, an attribute set on an ended span) are not a
+    collector's outage and stay in the log."""
     for name in list(logging.root.manager.loggerDict):
-        if name.startswith(("opentelemetry.exporter", "opentelemetry.sdk")):
+        if name.startswith("opentelemetry.exporter"):
             logger = logging.getLogger(name)
             if _NOISE not in logger.filters:
                 logger.addFilter(_NOISE)

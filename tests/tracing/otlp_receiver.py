@@ -43,7 +43,7 @@ class Receiver:
         assert self.server is not None
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def start(self) -> Receiver:
+    def start(self, port: int = 0) -> Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -68,7 +68,7 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 
@@ -101,7 +101,7 @@ class GrpcReceiver(Receiver):
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> GrpcReceiver:
+    def start(self, port: int = 0) -> GrpcReceiver:
         from concurrent import futures
 
         import grpc
@@ -116,7 +116,7 @@ class GrpcReceiver(Receiver):
 
         self.grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.grpc_server)
-        self.port = self.grpc_server.add_insecure_port("127.0.0.1:0")
+        self.port = self.grpc_server.add_insecure_port(f"127.0.0.1:{port}")
         self.grpc_server.start()
         return self
 
