@@ -23,10 +23,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-import psutil
+
+if TYPE_CHECKING:  # psutil loads when a prompt/agent hook's leftovers are looked for, not at session start
+    import psutil
 
 from hooks import children
 from hooks.executors.evaluation import EvaluationError
@@ -47,6 +49,8 @@ T = TypeVar("T")
 def find_marked_processes(marker: str, since: float) -> list[psutil.Process]:
     """Processes started at or after `since` whose environment carries `marker`, plus their descendants."""
     me = os.getpid()
+    import psutil
+
     found: dict[int, psutil.Process] = {}
     # Only a speed-up (older processes cannot carry a fresh marker): psutil derives create_time
     # from a whole-second boot time, measured here more than a second off time.time(), so the
@@ -67,6 +71,8 @@ def find_marked_processes(marker: str, since: float) -> list[psutil.Process]:
 
 def kill_marked_processes(marker: str, since: float) -> list[psutil.Process]:
     """SIGKILL every process (and every foreign process group) of one evaluation run; returns those hit."""
+    import psutil
+
     victims = find_marked_processes(marker, since)
     own_group = os.getpgid(0)
     groups: set[int] = set()
@@ -99,6 +105,8 @@ async def wait_gone(victims: list[psutil.Process]) -> None:
 
 
 def _still_running(proc: psutil.Process) -> bool:
+    import psutil
+
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

@@ -19,10 +19,12 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sidecar.credentials import cli_truthy, find_credential, missing_credential_message
-from sidecar.scripted_model.scenario import ScenarioError
-from sidecar.scripted_model.server import ScriptedModelServer, get_or_start, shared_server
+
+if TYPE_CHECKING:  # the scripted model (~25 ms: its scenario models, yaml, h11) loads only for scripted sessions
+    from sidecar.scripted_model.server import ScriptedModelServer
 
 SCRIPTED_PREFIX = "scripted:"
 SCENARIO_SUFFIXES = (".yaml", ".yml", ".json")
@@ -148,6 +150,9 @@ def build_model_env(
     ``env`` in the user's Claude Code settings counts.
     """
     if model and model.startswith(SCRIPTED_PREFIX):
+        from sidecar.scripted_model.scenario import ScenarioError
+        from sidecar.scripted_model.server import get_or_start, shared_server
+
         scenario = resolve_scenario(model[len(SCRIPTED_PREFIX) :].strip())
         try:
             url = get_or_start(scenario, log_path=scripted_log_path(scenario))

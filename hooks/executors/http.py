@@ -6,10 +6,12 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
+
+if TYPE_CHECKING:  # httpx (~25 ms, its CLI module pulls click and pygments) loads with the first http hook
+    import httpx
 
 from hooks.executors.evaluation import hook_setting
 from hooks.interpret import parse_stdout
@@ -60,15 +62,24 @@ class HttpExecutor:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self._owns_client = client is None
-        # Redirects are not followed: a policy server that moved should be edited in settings,
-        # and following would POST hook payloads to a URL the allowlist never saw.
-        self.client = client or httpx.AsyncClient(follow_redirects=False)
+        self._client = client
         self.max_body_bytes = max_body_bytes
         self._environ = environ if environ is not None else os.environ
 
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The shared client, made at the first http hook (a session without one never imports httpx)."""
+        if self._client is None:
+            import httpx
+
+            # Redirects are not followed: a policy server that moved should be edited in settings,
+            # and following would POST hook payloads to a URL the allowlist never saw.
+            self._client = httpx.AsyncClient(follow_redirects=False)
+        return self._client
+
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self.client.aclose()
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
 
     def _headers(self, hook: Any) -> dict[str, str]:
         allowed = frozenset(hook_setting(hook, "allowedEnvVars", []))
@@ -82,6 +93,8 @@ class HttpExecutor:
         if not url:
             return ExecutionReport(status="error", error="http hook has no url")
         body = json.dumps(call.payload, ensure_ascii=False, default=str).encode()
+        import httpx
+
         try:
             with anyio.fail_after(call.timeout_s):
                 return await self._exchange(url, body, self._headers(call.hook), call.timeout_s)

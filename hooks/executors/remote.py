@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import httpx
+from typing import TYPE_CHECKING
 
 from hooks.executors.agent import AgentExecutor
 from hooks.executors.evaluation import ModelClient
 from hooks.executors.http import HttpExecutor
 from hooks.executors.prompt import PromptExecutor
 from hooks.types import HookExecutor
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def default_llm_executors(
