@@ -47,23 +47,19 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     "$venv/bin/python" -m pip install --disable-pip-version-check -q -e "$root[test]" >&2
     echo "$want" > "$stamp"
 fi
-# The official ACP TypeScript SDK, the Node client of tests/acp (pinned by tests/acp/node/package-lock.json).
-acp_node="$root/tests/acp/node"
+# Node packages the tests use, each pinned by its package-lock.json; installed again only when the lock changes.
+npm_install() {
+    local dir="$1" what="$2" sum
+    sum="$(sha256sum "$dir/package-lock.json" | cut -c1-16)"
+    if [ ! -f "$dir/node_modules/.orion-installed" ] || [ "$(cat "$dir/node_modules/.orion-installed")" != "$sum" ]; then
+        echo "[setup] installing $what" >&2
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2) && echo "$sum" > "$dir/node_modules/.orion-installed"
+    fi
+}
 if command -v npm >/dev/null 2>&1; then
-    lock_sum="$(sha256sum "$acp_node/package-lock.json" | cut -c1-16)"
-    if [ ! -f "$acp_node/node_modules/.orion-installed" ] || [ "$(cat "$acp_node/node_modules/.orion-installed")" != "$lock_sum" ]; then
-        echo "[setup] installing the ACP TypeScript SDK for the protocol tests (tests/acp/node)" >&2
-        (cd "$acp_node" && npm ci --no-audit --no-fund --loglevel=error >&2) \
-            && echo "$lock_sum" > "$acp_node/node_modules/.orion-installed"
-    fi
-    # The TypeScript client (clients/typescript): tsc, the ACP SDK and ajv, pinned by its package-lock.json.
-    ts_client="$root/clients/typescript"
-    ts_sum="$(sha256sum "$ts_client/package-lock.json" | cut -c1-16)"
-    if [ ! -f "$ts_client/node_modules/.orion-installed" ] || [ "$(cat "$ts_client/node_modules/.orion-installed")" != "$ts_sum" ]; then
-        echo "[setup] installing the TypeScript client's dependencies (clients/typescript)" >&2
-        (cd "$ts_client" && npm ci --no-audit --no-fund --loglevel=error >&2) \
-            && echo "$ts_sum" > "$ts_client/node_modules/.orion-installed"
-    fi
+    npm_install "$root/tests/acp/node" "the ACP TypeScript SDK for the protocol tests (tests/acp/node)"
+    npm_install "$root/clients/typescript" "the TypeScript client's dependencies (clients/typescript)"
+    npm_install "$root/bundle/tauri" "Tauri's CLI package for its config schema (bundle/tauri)"
 else
-    echo "[setup] warning: npm not found; the ACP TypeScript SDK test (tests/acp/test_node_sdk_client.py) and the TypeScript client's tests will fail" >&2
+    echo "[setup] warning: npm not found; the ACP TypeScript SDK test (tests/acp/test_node_sdk_client.py) and the TypeScript client's and the Tauri config's tests will fail" >&2
 fi
