@@ -32,13 +32,18 @@ async def test_without_hooks_the_cli_calls_back_for_nothing(sidecar) -> None:
     assert "DEBUG" in stderr  # the log that would show a callback was on
 
 
+async def with_stop_probe(run) -> None:
+    """The project gets one user Stop hook (a command that does nothing), trusted."""
+    claude = run.project / ".claude"
+    claude.mkdir()
+    (claude / "settings.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": "true", "name": "stop-probe"}]}]}}))
+    await run.trust()
+
+
 async def test_an_event_with_a_hook_still_calls_back(sidecar) -> None:
     async with sidecar("notes", trust=False, env=DEBUG) as run:
-        claude = run.project / ".claude"
-        claude.mkdir()
-        (claude / "settings.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [
-            {"type": "command", "command": "true", "name": "stop-probe"}]}]}}))
-        await run.trust()
+        await with_stop_probe(run)
         session = await run.new_session("plain", builtinHooks=False)
         await run.prompt(session["sessionId"], "hello")
         stderr = run.client.stderr_text()
@@ -68,11 +73,7 @@ async def test_stop_with_only_bookkeeping_is_fired_by_the_sidecar_after_the_turn
 
 async def test_a_user_stop_hook_keeps_the_callback_and_the_bookkeeping_runs_once(sidecar) -> None:
     async with sidecar("notes", trust=False, env=DEBUG) as run:
-        claude = run.project / ".claude"
-        claude.mkdir()
-        (claude / "settings.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [
-            {"type": "command", "command": "true", "name": "stop-probe"}]}]}}))
-        await run.trust()
+        await with_stop_probe(run)
         session = await run.new_session("plain")
         sid = session["sessionId"]
         await run.prompt(sid, "hello")
