@@ -526,8 +526,14 @@ def compare(expected: list[Expected], received: list[Any]) -> list[str]:
     problems: list[str] = []
     singles = [r for r in received if isinstance(r, dict)]
     arrays = [r for r in received if isinstance(r, list)]
-    # Answers with a known code first: several may share an id (null), and each must find its own.
-    for owed in sorted(expected, key=lambda e: isinstance(e, Answer) and e.code is None):
+    # Answers with a known code first: several may share an id (null), and each must find its own. Likewise the
+    # batches that know the most codes: two batches of one input can carry the same ids.
+    def most_known_first(e: Expected) -> tuple[bool, int]:
+        if isinstance(e, Answer):
+            return e.code is None, 0
+        return False, -sum(a.code is not None for a in e)
+
+    for owed in sorted(expected, key=most_known_first):
         if isinstance(owed, Answer):
             same_id = [r for r in singles if id_key(r.get("id")) == owed.key]
             match = next((r for r in same_id if owed.code is None or _code(r) == owed.code), None)
