@@ -372,11 +372,21 @@ class PostgresMemoryStore:
             self._wake.set()
             return []
         try:
-            with self.pool.connection() as conn:
-                return list(conn.execute(sql, params).fetchall())
+            return self._query(sql, params)
         except _CONNECTION_ERRORS as exc:
             self._went_down(exc)
             return []
+
+    def _query(self, sql: str, params: Any) -> list[dict[str, Any]]:
+        try:
+            with self.pool.connection() as conn:
+                return list(conn.execute(sql, params).fetchall())
+        except _CONNECTION_ERRORS:
+            # A pooled connection broken by a server restart, or a pool still refilling after one (a loaded
+            # machine took longer than POOL_WAIT_S): one more try on a connection of its own tells that from a
+            # server that is gone, as writes do (_apply_with_retry).
+            with psycopg.connect(self.config.url, **self._conn_kwargs) as conn:
+                return list(conn.execute(sql, params).fetchall())
 
     def _write(self, fn: Callable[[psycopg.Connection], T]) -> T:
         """Run `fn(conn)` in one transaction (raises on any failure; tests and the importer)."""

@@ -39,7 +39,9 @@ def test_down_then_back_is_said_once_each(caplog: pytest.LogCaptureFixture) -> N
         said = [r for r in caplog.records if r.name == "hooks.tracing"]
         assert len(said) == 1 and said[0].levelno == logging.WARNING
         assert endpoint in said[0].getMessage() and "OTEL_EXPORTER_OTLP_ENDPOINT" in said[0].getMessage()
-        assert "refused" in said[0].getMessage().lower()
+        # The exporter's own words for the cause: the refused connection, or (when its deadline came before a
+        # retry, as on a loaded machine) its "failed to export … due to timeout".
+        assert any(word in said[0].getMessage().lower() for word in ("refused", "failed to export"))
         assert not [r for r in caplog.records if r.name.startswith("opentelemetry.exporter")]
 
         back = Receiver().start(port)  # the collector comes back on the same port
