@@ -251,7 +251,10 @@ class PostgresMemoryStore:
                 "(at most %d, setting memory.bufferLimit) and written when it answers again, searches answer from "
                 "nothing meanwhile. Check %s.",
                 self.describe(), detail, self.spool.directory, self.config.buffer_limit, self.config.source)
-        self._wake.set()
+        if threading.current_thread() is not self._flusher:
+            # A write or read noticed: the flusher starts probing now. From the flusher itself a wake would skip
+            # its back-off and retry a dead server in a tight loop (a core at 100 % for the whole outage).
+            self._wake.set()
 
     def _came_up(self) -> None:
         with self._state_lock:

@@ -158,3 +158,32 @@ async def test_a_real_sidecar_goes_on_without_the_database_and_says_so_once(tmp_
     about_memory = [e for e in logs if "memory:" in json.dumps(e)]
     assert len(about_memory) == 1 and "ORION_MEMORY_URL" in json.dumps(about_memory[0]), about_memory
     assert PASSWORD not in json.dumps(run.events and [e.params for e in run.events]) + run.client.stderr_text()
+
+
+def test_a_dead_server_is_probed_with_back_off_not_in_a_tight_loop(tmp_path: Path) -> None:
+    """Nothing listens on the port: the flusher's probes back off (0.2, 0.4, 0.8 s ...). It used to wake itself on
+    every failed probe and retry at once: a core at 100 % for as long as the server was down (a full CI run slowed
+    to a crawl behind one such store)."""
+    import socket
+    import threading
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = PostgresMemoryStore(load_config({"ORION_MEMORY_URL": f"postgresql://orion@127.0.0.1:{port}/none"}),
+                                tmp_path / "data")
+    attempts: list[str] = []
+    real = store._connect
+
+    def counted() -> bool:
+        attempts.append(threading.current_thread().name)
+        return real()
+
+    store._connect = counted  # type: ignore[method-assign]
+    try:
+        time.sleep(2.0)
+    finally:
+        store.close()
+    # 0.2 + 0.4 + 0.8 = 1.4 s: about four probes in two seconds, where the loop made thousands.
+    assert 1 <= len(attempts) <= 8, len(attempts)
+    assert set(attempts) == {"orion-memory-flusher"}
