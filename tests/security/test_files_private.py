@@ -28,7 +28,10 @@ def modes_under(root: Path) -> dict[str, str]:
     """`relative path -> octal mode` of everything below root (root itself included as '.')."""
     found = {".": oct(stat.S_IMODE(root.stat().st_mode))}
     for path in sorted(root.rglob("*")):
-        st = path.lstat()
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            continue  # removed while we looked (the watchdog sweeps the sidecar's runtime record after it exits)
         if stat.S_ISLNK(st.st_mode):
             continue
         found[str(path.relative_to(root))] = oct(stat.S_IMODE(st.st_mode))
