@@ -206,16 +206,6 @@ class _Reporting:
         return bool(self.inner.force_flush(timeout_millis))
 
 
-def flush(timeout_s: float = 5.0) -> None:
-    if TRACING.provider is not None:
-        TRACING.provider.force_flush(int(timeout_s * 1000))
-
-
-def shutdown() -> None:
-    if TRACING.provider is not None:
-        TRACING.provider.shutdown()
-
-
 # --------------------------------------------------------------------------- one session
 
 
@@ -310,7 +300,9 @@ class SessionTrace:
         model.end()
 
     def start_tool(self, tool_use_id: str, name: str) -> None:
-        if tool_use_id in self.tools:
+        """Once per call: the agent's message naming the tool, or the first hook or permission ask for it (the CLI
+        calls those before that message is read), whichever comes first."""
+        if tool_use_id in self.tools or tool_use_id in self.finished:
             return
         self.tools[tool_use_id] = self.tracer.start_span(
             f"orion.tool {name}", context=self._context(self.turn or self.session),
@@ -336,8 +328,7 @@ class SessionTrace:
     # ------------------------------------------------------------------ hooks and permissions
 
     def start_hook(self, spec: Any, event: str, tool_use_id: str | None, tool_name: Any = None) -> Any:
-        if tool_use_id and isinstance(tool_name, str) and tool_use_id not in self.tools and tool_use_id not in self.finished:
-            # The CLI calls the hook before the agent's message naming the tool is read: the tool's span starts here.
+        if tool_use_id and isinstance(tool_name, str):
             self.start_tool(tool_use_id, tool_name)
         return self.tracer.start_span(f"orion.hook {spec.name}", context=self.parent(tool_use_id), attributes=_attributes({
             "orion.hook.name": spec.name, "orion.hook.type": spec.type, "orion.hook.source": spec.source,
@@ -357,7 +348,7 @@ class SessionTrace:
         return ids(span)
 
     def start_permission(self, tool_name: str, tool_use_id: str | None, reason: str | None) -> Any:
-        if tool_use_id and tool_use_id not in self.tools and tool_use_id not in self.finished:
+        if tool_use_id:
             self.start_tool(tool_use_id, tool_name)
         return self.tracer.start_span("orion.permission", context=self.parent(tool_use_id), attributes=_attributes({
             "orion.tool.name": tool_name, "orion.tool.call_id": tool_use_id, "orion.permission.reason": reason}))

@@ -239,6 +239,7 @@ class AgentSession:
         self.cli_pid: int | None = None
         self._commands_sent: list[dict[str, str]] | None = None
         self._commands_key: tuple[Any, ...] | None = None
+        self._trace_usage: dict[str, Any] = {}  # the current model request's token usage, when tracing is on
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -455,9 +456,9 @@ class AgentSession:
             trace.start_model(message.get("model") or self.config.model)
             self._trace_usage = dict(message.get("usage") or {})
         elif kind == "message_delta":
-            self._trace_usage = {**getattr(self, "_trace_usage", {}), **(event.get("usage") or {})}
+            self._trace_usage.update(event.get("usage") or {})
         elif kind == "message_stop":
-            trace.end_model(getattr(self, "_trace_usage", None))
+            trace.end_model(self._trace_usage)
 
     async def _translate(self, message: Any) -> None:
         from claude_agent_sdk import AssistantMessage, StreamEvent, SystemMessage, UserMessage
