@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from frontend_stub.acp_client import OrionAcpClient
 from frontend_stub.session_view import SessionView
 from ipc.errors import RemoteError
 
@@ -31,7 +32,7 @@ def scenario_model(scenario: str | None) -> str | None:
     return f"scripted:{path.resolve()}"
 
 
-class StubClient:
+class StubClient(OrionAcpClient):
     """The ACP client side of `orion demo` / `orion chat` (the official SDK's `Client` protocol): permission requests
     answered with a fixed option, updates and Orion's `_orion/` events rendered on the view."""
 
@@ -43,22 +44,15 @@ class StubClient:
         from acp.schema import AllowedOutcome, RequestPermissionResponse
 
         call = tool_call.model_dump(by_alias=True, exclude_none=True)
-        reason = ((kwargs.get("field_meta") or {}).get("orion") or {}).get("reason") or ""
+        reason = self.permission_reason(kwargs) or ""
         self.view.line(f"permit  ? {call.get('title')} {reason} → answering {self.option}".replace("  ", " "))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.option))
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.view.show_acp_update(update.model_dump(by_alias=True, exclude_none=True))
 
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        # "_orion/hook_response" arrives as "orion/hook_response" (the SDK strips ACP's leading underscore).
-        self.view.show(method.lstrip("_").removeprefix("orion/"), params)
-
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError(method)
-
-    def on_connect(self, conn: Any) -> None:
-        pass
+    def on_orion_event(self, name: str, params: dict[str, Any]) -> None:
+        self.view.show(name, params)
 
 
 def _sidecar_argv(sidecar: str | None) -> list[str]:

@@ -11,12 +11,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from frontend_stub.acp_client import OrionAcpClient
 from frontend_stub.inspector.feed import Feed
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-class InspectorClient:
+class InspectorClient(OrionAcpClient):
     """The ACP client side: every update and `_orion/` event goes to the feed; permission requests wait for the page."""
 
     def __init__(self, feed: Feed) -> None:
@@ -25,7 +26,7 @@ class InspectorClient:
     async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
         from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
-        reason = ((kwargs.get("field_meta") or {}).get("orion") or {}).get("reason")
+        reason = self.permission_reason(kwargs)
         request = {"sessionId": session_id, "toolCall": tool_call.model_dump(by_alias=True, exclude_none=True),
                    "options": [o.model_dump(by_alias=True, exclude_none=True) for o in options], "reason": reason}
         try:
@@ -37,15 +38,8 @@ class InspectorClient:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.feed.add("update", update.model_dump(by_alias=True, exclude_none=True))
 
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        # "_orion/hook_response" arrives as "orion/hook_response" (the SDK strips ACP's leading underscore).
-        self.feed.add(method.lstrip("_").removeprefix("orion/"), params)
-
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError(method)
-
-    def on_connect(self, conn: Any) -> None:
-        pass
+    def on_orion_event(self, name: str, params: dict[str, Any]) -> None:
+        self.feed.add(name, params)
 
 
 async def run_live(feed: Feed, *, argv: list[str], project: Path, model: str | None, prompts: list[str], trust: bool,
