@@ -26,6 +26,8 @@ every subject, so all of them talk to the same local Messages API with the same 
 * ``adapter``: ``node .../@zed-industries/claude-agent-acp/dist/index.js`` with ``CLAUDE_CODE_EXECUTABLE`` set to
   the CLI bundled in our Python SDK's wheel (the same binary as ``ours``) and ``_meta.claudeCode.options
   .allowedTools: ["Bash"]``;
+* ``adapter-sandbox``: ``adapter`` with the OS sandbox on as the sidecar sets it, in the user's Claude Code settings
+  (``~/.claude/settings.json``, which the adapter loads): the fair peer of ``ours`` on confinement;
 * ``adapter-own-cli``: the adapter as shipped, on the CLI of its own dependency (``@anthropic-ai/claude-agent-sdk``'s
   ``cli.js``, run by node); not in the ratios, for reference;
 * ``bare-cli-sandbox``: the same with the OS sandbox on as the sidecar sets it (``--settings``), the fair peer of
@@ -114,8 +116,8 @@ SCENARIO = {
     "side_reply": "Bench session",
 }
 
-SUBJECTS = ("ours", "ours-baseline", "ours-prepared", "ours-5cmd", "ours-nohooks", "ours-minimal", "adapter", "adapter-own-cli", "bare-cli",
-            "bare-cli-sandbox")
+SUBJECTS = ("ours", "ours-baseline", "ours-prepared", "ours-5cmd", "ours-nohooks", "ours-minimal", "adapter", "adapter-sandbox", "adapter-own-cli",
+            "bare-cli", "bare-cli-sandbox")
 LABELS = {
     "ours": "ours (sidecar, built-in hooks on)",
     "ours-baseline": "ours, the code of --baseline-root (before)",
@@ -124,6 +126,7 @@ LABELS = {
     "ours-nohooks": "ours, `builtinHooks: false`",
     "ours-minimal": "ours, `builtinHooks: false` + `sandbox: \"off\"`",
     "adapter": "adapter 0.23.1, same CLI",
+    "adapter-sandbox": "adapter 0.23.1, same CLI, OS sandbox on as ours sets it",
     "adapter-own-cli": "adapter 0.23.1, its own CLI",
     "bare-cli": "bare CLI (stream-json)",
     "bare-cli-sandbox": "bare CLI, OS sandbox on as ours sets it",
@@ -387,7 +390,7 @@ def acp_command(subject: str, cli: Path) -> tuple[list[str], dict[str, str], dic
             orion["sandbox"] = "off"
         root = BASELINE_ROOT if subject == "ours-baseline" and BASELINE_ROOT else SIDECAR_ROOT
         return [sys.executable, "-m", "sidecar"], {"PYTHONPATH": str(root)}, {"orion": orion}
-    extra = {"CLAUDE_CODE_EXECUTABLE": str(cli)} if subject == "adapter" else {}
+    extra = {"CLAUDE_CODE_EXECUTABLE": str(cli)} if subject in ("adapter", "adapter-sandbox") else {}
     return ["node", str(ADAPTER_JS)], extra, {"claudeCode": {"options": {"allowedTools": ["Bash"]}}}
 
 
@@ -412,6 +415,10 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
             # settings take no command hooks).
             (home / ".claude").mkdir()
             (home / ".claude" / "settings.json").write_text(json.dumps(FIVE_COMMAND_HOOKS))
+    if subject == "adapter-sandbox":
+        # The adapter loads the user's Claude Code settings: the same sandbox as ours gives its CLI by flag.
+        (home / ".claude").mkdir()
+        (home / ".claude" / "settings.json").write_text(json.dumps(BARE_SANDBOX))
     client = BenchClient()
     complaints = len(SDK_COMPLAINTS.messages)
     mock.new_records()
@@ -630,6 +637,8 @@ RATIOS = [
     ("ours-prepared", "adapter", "ours prepared ÷ adapter"),
     ("ours-prepared", "bare-cli", "ours prepared ÷ bare CLI"),
     ("ours", "bare-cli-sandbox", "ours ÷ bare CLI with the same sandbox"),
+    ("ours", "adapter-sandbox", "ours ÷ adapter with the same sandbox"),
+    ("ours-prepared", "adapter-sandbox", "ours prepared ÷ adapter with the same sandbox"),
     ("ours-5cmd", "ours", "ours + 5 command hooks ÷ ours"),
     ("ours", "ours-baseline", "ours ÷ ours before (--baseline-root)"),
     ("ours-nohooks", "adapter", "ours no-hooks ÷ adapter"),

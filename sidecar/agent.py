@@ -243,7 +243,9 @@ class AgentSession:
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> None:
+    async def start(self, on_spawn: Callable[[], None] | None = None) -> None:
+        """Spawn the CLI and connect to it; `on_spawn` is called as soon as its process exists (what the session
+        does while the CLI boots can begin then)."""
         if self._client is not None:
             return
         from sidecar import sdk_loader, supervisor
@@ -266,6 +268,8 @@ class AgentSession:
                 # Private SDK attribute, read only to verify and, if need be, finish the CLI's exit in close().
                 self.cli_pid = getattr(getattr(transport, "_process", None), "pid", None)
                 supervisor.track(self.cli_pid)
+                if on_spawn is not None:
+                    on_spawn()
                 sdk = await anyio.to_thread.run_sync(sdk_loader.load_full)
                 client = sdk.ClaudeSDKClient(options, transport=transport)
                 await client.connect()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import json
@@ -19,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from hooks.builtin import builtin_registry
+from hooks import builtin as builtin_hooks
 from hooks.hookset import HookSet, load_hookset
 from hooks.registry import HookRegistry, default_registry
 from hooks.sources import read_builtin_options
@@ -31,6 +32,7 @@ from hooks import paths as hook_paths
 from ipc.errors import (
     AuthRequired,
     ConnectionClosed,
+    HookEngineError,
     InvalidParams,
     ModelUnavailable,
     ResourceNotFound,
@@ -67,17 +69,19 @@ class SessionSettings:
 
 
 def build_registry(
-    hookset_options: dict[str, dict[str, Any]], data_dir: Path, builtin: bool | frozenset[str] = True
+    hookset_options: dict[str, dict[str, Any]], data_dir: Path, builtin: bool | frozenset[str] = True,
+    *, defer: bool = False,
 ) -> HookRegistry:
     """Whatever the embedding application registered on the default registry, then the built-in hooks
-    (all of them, none, or the named ones: `session/new`'s `builtinHooks`)."""
+    (all of them, none, or the named ones: `session/new`'s `builtinHooks`); with `defer`, built-ins that
+    `builtin_hooks.resolve` builds later (a session: while its CLI boots)."""
     registry = HookRegistry()
     for extra in default_registry:
         registry.add(extra)
     if builtin is False:
         return registry
     # The built-in set last: its guards judge the input as the app's own hooks left it, never before a rewrite.
-    for hook in builtin_registry(hookset_options, data_dir=data_dir):
+    for hook in builtin_hooks.builtin_registry(hookset_options, data_dir=data_dir, defer=defer):
         if builtin is True or hook.name in builtin:
             registry.add(hook)
     return registry
@@ -97,10 +101,15 @@ def builtin_selection(value: bool | list[str] | None) -> bool | frozenset[str]:
 
 
 def load_session_hookset(
-    project_dir: Path, vault_dir: Path | None, data_dir: Path, builtin: bool | frozenset[str] = True
+    project_dir: Path, vault_dir: Path | None, data_dir: Path, builtin: bool | frozenset[str] = True,
+    *, defer: bool = False,
 ) -> HookSet:
     options = read_builtin_options(project_dir, vault_dir)
-    return load_hookset(project_dir, vault_dir, registry=build_registry(options, data_dir, builtin))
+    try:
+        registry = build_registry(options, data_dir, builtin, defer=defer)
+    except builtin_hooks.BuiltinOptionError as exc:
+        raise HookEngineError(str(exc), data={"hook": exc.hook}) from None
+    return load_hookset(project_dir, vault_dir, registry=registry)
 
 
 DEFAULT_SETTING_SOURCES = ("user", "project", "local")
@@ -392,7 +401,9 @@ class SessionManager:
 
         claude_dir_was_absent = not (project / ".claude").exists()
         phases.mark("model env")
-        hookset = await anyio.to_thread.run_sync(load_session_hookset, project, vault, data_dir, builtin)
+        # The built-ins' own modules are not imported yet: `_activate` builds them while the CLI boots.
+        hookset = await anyio.to_thread.run_sync(functools.partial(load_session_hookset, project, vault, data_dir,
+                                                                   builtin, defer=True))
         phases.mark("hook set")
         settings = cli_setting_sources(setting_sources, hookset)
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
@@ -491,7 +502,20 @@ class SessionManager:
             await self._notify("log", {"level": "warning", "logger": "hooks", "message": redact(warning),
                                        "data": {"sessionId": sid, "projectDir": str(built.project)}})
         try:
+            spawned = anyio.Event()
+            refused: list[HookEngineError] = []  # raised after the task group: inside it, it would come wrapped
+
             async def session_start() -> None:
+                # The built-in hooks' modules import once the CLI is spawned (they are not needed to spawn it),
+                # in a thread, beside the CLI's boot; a bad built-in option fails the session start here.
+                await spawned.wait()
+                try:
+                    await anyio.to_thread.run_sync(builtin_hooks.resolve, built.hookset.registry)
+                except builtin_hooks.BuiltinOptionError as exc:
+                    refused.append(HookEngineError(str(exc), data={"hook": exc.hook, "sessionId": sid}))
+                    tg.cancel_scope.cancel()  # the CLI that was booting goes (agent.start closes it)
+                    return
+                phases.mark("built-in hooks")
                 start = await runner.fire(
                     "SessionStart",
                     sidecar_payload("SessionStart", context, source="resume" if resume else "startup",
@@ -512,17 +536,20 @@ class SessionManager:
             async def start_cli() -> None:
                 try:
                     if not cli_started:
-                        await agent.start()
+                        await agent.start(on_spawn=spawned.set)
                         phases.mark("CLI start")
                 except Exception as exc:
                     failure.append(exc)
                 finally:
+                    spawned.set()
                     started.set()
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(start_cli)
                 await session_start()
                 await started.wait()
+            if refused:
+                raise refused[0]
             if failure:
                 exc = failure[0]
                 log.error("session %s: the agent did not start", sid, exc_info=exc)

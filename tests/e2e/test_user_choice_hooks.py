@@ -92,3 +92,24 @@ async def test_a_permission_request_hook_answers_before_the_user_is_asked(sideca
     assert len(ran) == 2, "once per permission ask, not twice"
     failed = [u for u in run.updates(session["sessionId"], "tool_call_update") if u["status"] != "completed"]
     assert len(failed) == 2 and all("not on Fridays" in str(u.get("output")) for u in failed)
+
+
+async def test_a_bad_option_in_the_users_settings_fails_session_new_and_leaves_no_cli(sidecar, tmp_path: Path) -> None:
+    """The built-ins are built while the CLI boots (hooks/builtin/__init__.py): a bad option must still fail the
+    session start, with a message naming the hook, the CLI it had spawned gone, and the sidecar serving the next
+    session/new once the user fixed the file."""
+    import psutil
+
+    from ipc.errors import RpcError
+
+    bad = user_settings(tmp_path, {"auto-approve": {"enabled": True, "bashAllow": 5}})
+    async with sidecar("notes", trust=False, env=bad) as run:
+        with pytest.raises(RpcError) as failed:
+            await run.new_session("approve")
+        children = psutil.Process(run.client.process.pid).children(recursive=True)
+        assert not [p for p in children if "claude" in " ".join(p.cmdline())]
+        Path(bad["ORION_USER_SETTINGS"]).write_text(json.dumps({"builtin": {"auto-approve": {"enabled": True}}}))
+        session = await run.new_session("approve")
+        assert session["sessionId"]
+    assert failed.value.code == -31004  # HookEngineError, not an internal error
+    assert "built-in hook 'auto-approve'" in str(failed.value) and "bashAllow" in str(failed.value)

@@ -116,7 +116,7 @@ async def test_a_cancelled_session_new_closes_its_hook_runner(tmp_path: Path, mo
     closed: list[HookRunner] = []
     real_aclose = HookRunner.aclose
 
-    async def start_forever(self: Any) -> None:
+    async def start_forever(self: Any, on_spawn: Any = None) -> None:
         starting.set()
         await anyio.sleep_forever()
 
@@ -154,7 +154,7 @@ async def test_a_session_whose_agent_cannot_start_still_gets_session_end(tmp_pat
         fired.append(event)
         return await real_fire(self, event, payload, session, **kw)
 
-    async def start_fails(self: Any) -> None:
+    async def start_fails(self: Any, on_spawn: Any = None) -> None:
         raise RuntimeError("the CLI binary is missing")
 
     monkeypatch.setattr(sidecar.sdk_env, "build_model_env", lambda model, data_dir, sid, **_: ({}, None, None))
