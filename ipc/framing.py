@@ -625,12 +625,12 @@ def _pollable(fd: int) -> bool:
 
 @asynccontextmanager
 async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, flush_timeout: float = 5.0,
-                               max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> AsyncIterator[Transport]:
+                               max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, prefix: bytes = b"") -> AsyncIterator[Transport]:
     """Frame this process's stdin/stdout, with fds 0 and 1 redirected away from everyone else while it is open.
 
     Pipes (the normal case) are served straight from event-loop callbacks; a regular file on either side
     (e.g. `< requests.jsonl > out.jsonl`) or /dev/null as stdin falls back to the generic path with blocking
-    calls in a worker thread.
+    calls in a worker thread. `prefix`: bytes already read from stdin (sidecar/handshake.py), decoded first.
     """
     fds = _claim_stdio()
     try:
@@ -639,6 +639,8 @@ async def open_stdio_transport(*, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, 
         broken = anyio.Event()
         decoder = LineDecoder(max_line_bytes, max_batch_bytes)
         reader = _PipeReader(decoder, in_send, in_recv)
+        if prefix:
+            reader.data_received(prefix)
         writer = PipeSendStream(loop, broken)
         in_file = os.fdopen(fds.read_fd, "rb", buffering=0)
         out_file = os.fdopen(fds.write_fd, "wb", buffering=0)

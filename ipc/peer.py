@@ -528,7 +528,7 @@ class JsonRpcPeer:
         self._close_pending()
 
 
-def _dump(model: BaseModel) -> Any:
+def wire_form(model: BaseModel) -> Any:
     # A model that knows its wire form (ACP's leave absent fields out) says so; any other is dumped by alias.
     wire = getattr(model, "wire", None)
     return wire() if wire is not None else model.model_dump(mode="json", by_alias=True)
@@ -536,11 +536,11 @@ def _dump(model: BaseModel) -> Any:
 
 def _shape_result(route: Route, method: str, result: Any) -> Any:
     if isinstance(result, BaseModel):
-        return _dump(result)
+        return wire_form(result)
     if result is None or route.result is None:
         return result
     try:
-        return _dump(route.result.model_validate(result))
+        return wire_form(route.result.model_validate(result))
     except ValidationError as exc:
         logger.error("result of %r does not match %s: %s", method, route.result.__name__, exc)
         raise InternalError(data={"reason": f"result of {method} failed validation"}) from None

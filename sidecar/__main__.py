@@ -84,10 +84,17 @@ def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | No
     """Run the sidecar; `setup(app)` may register extra methods first (embedders, tests)."""
     # Imports allocate hundreds of thousands of long-lived objects; the collector would run ~80 times over
     # them for nothing (~5% of start-up). Frozen afterwards, they are never scanned again either.
+    args = parse_args(argv)
+    first = None
+    if setup is None:
+        # Before the server's imports: a plain ACP `initialize` is answered at interpreter speed (sidecar/handshake.py).
+        from sidecar import handshake
+
+        if handshake.enabled():
+            first = handshake.answer_early()
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        args = parse_args(argv)
         # No pydantic plugins run in the sidecar; without this, the first model build scans every installed
         # distribution's entry points (~12 ms of start-up, measured with -X importtime).
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
@@ -113,7 +120,8 @@ def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | No
             gc.enable()
     try:
         return anyio.run(lambda: serve_stdio(app, policy, max_line_bytes=args.max_line_bytes,
-                                             max_batch_bytes=args.max_batch_bytes, max_batch_items=args.max_batch_items))
+                                             max_batch_bytes=args.max_batch_bytes, max_batch_items=args.max_batch_items,
+                                             first=first))
     except KeyboardInterrupt:
         # Ctrl-C before the signal handlers were installed: still an orderly, successful exit.
         return 0

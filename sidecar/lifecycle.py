@@ -18,6 +18,7 @@ from sidecar.app import SidecarApp
 from sidecar.log_forward import forward_logs
 
 if TYPE_CHECKING:
+    from sidecar.handshake import FirstContact
     from sidecar.supervisor import Supervisor
 
 logger = logging.getLogger("sidecar.lifecycle")
@@ -59,16 +60,23 @@ async def serve(app: SidecarApp, transport: Transport, policy: ShutdownPolicy = 
 
 async def serve_stdio(app: SidecarApp, policy: ShutdownPolicy = ShutdownPolicy(), *,
                       max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
-                      max_batch_items: int = DEFAULT_MAX_BATCH_ITEMS) -> int:
-    """`python -m sidecar`: serve this process's stdin/stdout; returns the exit code (always 0 after an orderly stop)."""
+                      max_batch_items: int = DEFAULT_MAX_BATCH_ITEMS, first: FirstContact | None = None) -> int:
+    """`python -m sidecar`: serve this process's stdin/stdout; returns the exit code (always 0 after an orderly stop).
+
+    `first`: what `sidecar.handshake.answer_early` read (and maybe answered) before the server was imported."""
     from hooks.paths import data_dir
     from sidecar import supervisor as supervision
 
     # Before anything can start a child: from here on, none outlives this process (sidecar/supervisor.py).
     supervisor = supervision.install(data_dir())
+    if first is not None and first.params is not None:
+        from sidecar.handshake import adopt
+
+        adopt(app, first)
     try:
         async with open_stdio_transport(max_line_bytes=max_line_bytes, flush_timeout=policy.flush,
-                                        max_batch_bytes=max_batch_bytes) as transport:
+                                        max_batch_bytes=max_batch_bytes,
+                                        prefix=first.rest if first is not None else b"") as transport:
             await serve(app, transport, policy, watch_signals=True, watch_parent=True,
                         max_batch_items=max_batch_items, supervisor=supervisor)
     finally:
