@@ -95,7 +95,7 @@ def main() -> int:
     for spinner in spinners:
         spinner.start()
     if spinners:
-        time.sleep(20)  # let the load average climb
+        time.sleep(60)  # let the 1-minute load average climb to about N
     load_before = os.getloadavg()
     results: dict[str, list[tuple[float, float | None]]] = {s: [] for s in subjects}
     try:
