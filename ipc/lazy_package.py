@@ -52,6 +52,9 @@ def install(name: str) -> bool:
     complete._orion_lazy = True  # type: ignore[attr-defined]
     package.__getattr__ = complete  # type: ignore[method-assign]
     sys.modules[name] = package
+    parent, _, child = name.rpartition(".")
+    if parent:  # as an import would: `import a.b` then `a.b.x` looks the package up on its parent
+        setattr(sys.modules[parent], child, package)
     return True
 
 
@@ -65,3 +68,4 @@ def complete(name: str) -> types.ModuleType:
         except AttributeError:
             pass
     return module
+

@@ -27,7 +27,6 @@ import json
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 READ_LIMIT = 64 * 1024  # a plain handshake is a few hundred bytes; past this, the full server reads on
@@ -35,16 +34,16 @@ _PARAM_KEYS = frozenset({"protocolVersion", "clientCapabilities", "clientInfo", 
 _INFO_KEYS = frozenset({"name", "version", "title"})
 
 
-@dataclass(slots=True)
 class FirstContact:
     """What the early path read and did: `rest` is for the full server (everything after an answered
-    `initialize`, or every byte read when it was not answered); `params`/`result` are set when it answered."""
+    `initialize`, or every byte read when it was not answered); `params`/`result` are set when it answered.
+    (A plain class: `dataclasses` imports `inspect`, ~7 ms this module must not spend before its answer.)"""
 
-    rest: bytes
-    request_id: int | str | None = None
-    params: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
-    eof: bool = False
+    __slots__ = ("rest", "request_id", "params", "result", "eof")
+
+    def __init__(self, rest: bytes, request_id: int | str | None = None, params: dict[str, Any] | None = None,
+                 result: dict[str, Any] | None = None, eof: bool = False) -> None:
+        self.rest, self.request_id, self.params, self.result, self.eof = rest, request_id, params, result, eof
 
 
 def enabled(fd: int = 0) -> bool:

@@ -22,8 +22,13 @@ TRANSPORT = "claude_agent_sdk._internal.transport.subprocess_cli"
 
 
 def install() -> None:
-    """Make the SDK's package lazy, if nothing imported it yet (idempotent, ~0.3 ms)."""
+    """Make the SDK's package lazy, if nothing imported it yet (idempotent, ~0.3 ms).
+
+    Also `importlib.metadata` (~11 ms with email, zipfile and csv behind it): the SDK's transport imports it at
+    load for an app label it derives only when the SDK starts its bundled CLI directly; ours starts through
+    sidecar/cli_exec.sh, so the module is loaded only if something really uses it."""
     lazy_package.install(PACKAGE)
+    lazy_package.install("importlib.metadata")
 
 
 def load_transport() -> tuple[types.ModuleType, types.ModuleType]:

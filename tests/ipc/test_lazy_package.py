@@ -76,3 +76,24 @@ def test_complete_runs_the_init_and_a_missing_name_is_an_attribute_error(slow_pa
 
 def test_an_imported_package_is_left_alone() -> None:
     assert lazy_package.install("json") is False
+
+
+def test_a_lazy_subpackage_is_its_parents_attribute_and_loads_on_first_use() -> None:
+    # As sidecar/sdk_loader.py installs importlib.metadata: `import importlib.metadata` must not run it, and the
+    # first real use must (through the parent's attribute, as `importlib.metadata.version(...)` reaches it).
+    import subprocess
+
+    probe = textwrap.dedent("""
+        import sys
+        from ipc import lazy_package
+        assert lazy_package.install("importlib.metadata")
+        import importlib.metadata
+        untouched = "email" not in sys.modules and "zipfile" not in sys.modules
+        version = importlib.metadata.version("pydantic")
+        from importlib.metadata import packages_distributions
+        print(untouched, bool(version), callable(packages_distributions), "email" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "True"]
