@@ -270,8 +270,11 @@ class AgentSession:
                 supervisor.track(self.cli_pid)
                 if on_spawn is not None:
                     on_spawn()
-                sdk = await anyio.to_thread.run_sync(sdk_loader.load_full)
-                client = sdk.ClaudeSDKClient(options, transport=transport)
+                # Without the SDK's mcp stack unless an in-process MCP server needs it (sidecar/sdk_loader.py).
+                in_process_mcp = any(isinstance(server, dict) and server.get("type") == "sdk"
+                                     for server in (self.config.mcp_servers or {}).values())
+                client_class = await anyio.to_thread.run_sync(sdk_loader.load_client, in_process_mcp)
+                client = client_class(options, transport=transport)
                 await client.connect()
         except BaseException:
             # Failed or cancelled half-way (session/new cancelled, shutdown): a CLI already spawned goes too.
@@ -374,7 +377,7 @@ class AgentSession:
             raise AgentNotStarted("start() the session first")
         if self._turn_running:
             raise TurnInProgress("a turn is already running in this session")
-        from claude_agent_sdk import ResultMessage
+        from claude_agent_sdk.types import ResultMessage  # not the package: sidecar/sdk_loader.py
 
         client = self._client  # close() may clear self._client while this turn is still winding down
         self._turn_running, self._cancelled, self._prompt_blocked = True, False, False
@@ -465,8 +468,8 @@ class AgentSession:
             trace.end_model(self._trace_usage)
 
     async def _translate(self, message: Any) -> None:
-        from claude_agent_sdk import AssistantMessage, StreamEvent, SystemMessage, UserMessage
-        from claude_agent_sdk.types import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+        from claude_agent_sdk.types import (AssistantMessage, StreamEvent, SystemMessage, TextBlock, ThinkingBlock,
+                                            ToolResultBlock, ToolUseBlock, UserMessage)
 
         trace = getattr(self._bridge, "session", None)
         trace = trace.state.get(TRACE_KEY) if trace is not None else None  # hooks/tracing.py, when switched on
@@ -595,7 +598,7 @@ class AgentSession:
         return callback
 
     async def _can_use_tool(self, tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
-        from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
+        from claude_agent_sdk.types import PermissionResultAllow, PermissionResultDeny
 
         tool_use_id = getattr(context, "tool_use_id", None)
         answer = await self._asker.ask(tool_name, tool_input, tool_use_id, getattr(context, "decision_reason", None))

@@ -196,7 +196,7 @@ class SdkModelClient:
         timeout_s: float,
         system: str | None,
     ) -> str:
-        from claude_agent_sdk import ClaudeAgentOptions
+        from claude_agent_sdk.types import ClaudeAgentOptions  # not the package: sidecar/sdk_loader.py
 
         from sidecar.agent import clean_cli_launch
         from sidecar.sdk_env import cli_environment
@@ -224,7 +224,11 @@ class SdkModelClient:
 
 
 async def _converse(prompt: str, options: Any, stderr_tail: deque[str]) -> str:
-    from claude_agent_sdk import AssistantMessage, ClaudeSDKClient, ResultMessage, TextBlock
+    from claude_agent_sdk.types import AssistantMessage, ResultMessage, TextBlock
+
+    from sidecar import sdk_loader
+
+    ClaudeSDKClient = await anyio.to_thread.run_sync(sdk_loader.load_client, False)  # noqa: N806 - a class
 
     last_text = ""
     result: ResultMessage | None = None
