@@ -20,7 +20,11 @@ log = logging.getLogger(__name__)
 
 MODULES = ("sidecar.agent", "sidecar.sessions", "sidecar.hook_bridge", "sidecar.permissions",
            "sidecar.sandbox", "hooks.hookset", "hooks.runner", "hooks.builtin", "hooks.executors.remote",
-           "ipc.protocol_agent", "ipc.protocol_acp")
+           "ipc.protocol_agent", "ipc.protocol_acp",
+           # The built-in hooks' own modules: a cold session start imports them while its CLI boots (hooks/builtin/
+           # __init__.py); an idle sidecar has the time to have them ready, so the CLI boots with less beside it.
+           *(f"hooks.builtin.{name}" for name in ("lifecycle", "env_isolation", "protection", "document_guard",
+                                                  "secret_redaction", "context", "memory_hooks", "user_choice")))
 
 _started = False
 
