@@ -82,8 +82,6 @@ def _skip_plugin_loader() -> None:
 
 def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | None = None) -> int:
     """Run the sidecar; `setup(app)` may register extra methods first (embedders, tests)."""
-    # Imports allocate hundreds of thousands of long-lived objects; the collector would run ~80 times over
-    # them for nothing (~5% of start-up). Frozen afterwards, they are never scanned again either.
     args = parse_args(argv)
     first = None
     if setup is None:
@@ -91,7 +89,12 @@ def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | No
         from sidecar import handshake
 
         if handshake.enabled():
-            first = handshake.answer_early()
+            try:
+                first = handshake.answer_early()
+            except KeyboardInterrupt:
+                return 0  # Ctrl-C while waiting for the first line: nothing started, an orderly exit
+    # Imports allocate hundreds of thousands of long-lived objects; the collector would run ~80 times over
+    # them for nothing (~5% of start-up). Frozen afterwards, they are never scanned again either.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

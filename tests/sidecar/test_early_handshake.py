@@ -135,3 +135,21 @@ def test_the_early_path_takes_only_what_the_server_accepts(params: dict, id_: ob
         return
     handshake_params = p.HandshakeParams.model_validate(taken[1])  # raises if the server would refuse it
     p.AcpInitializeParams.model_validate(handshake_params.model_dump(by_alias=True))
+
+
+def test_ctrl_c_before_the_first_line_is_an_orderly_exit(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    env = {**os.environ, "ORION_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "sidecar"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=REPO)
+    try:
+        time.sleep(1.0)  # waiting in the early read: nothing sent yet
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    assert out == b"" and b"Traceback" not in err
