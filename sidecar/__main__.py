@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | No
 
         if handshake.enabled():
             try:
-                first = handshake.answer_early()
+                first = handshake.answer_early(max_line=min(args.max_line_bytes, args.max_batch_bytes))
             except KeyboardInterrupt:
                 return 0  # Ctrl-C while waiting for the first line: nothing started, an orderly exit
     # Imports allocate hundreds of thousands of long-lived objects; the collector would run ~80 times over

@@ -124,11 +124,12 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
-def answer_early(in_fd: int = 0, out_fd: int = 1) -> FirstContact:
-    """Read the first line; answer it here when it is a plain ACP `initialize`. Returns what the full server needs."""
+def answer_early(in_fd: int = 0, out_fd: int = 1, max_line: int = READ_LIMIT) -> FirstContact:
+    """Read the first line; answer it here when it is a plain ACP `initialize` no longer than `max_line` (the
+    server's own line limit: a longer one is the server's to refuse). Returns what the full server needs."""
     data, eof = read_first_line(in_fd)
     newline = data.find(b"\n")
-    plain = plain_initialize(data[:newline]) if newline >= 0 else None
+    plain = plain_initialize(data[:newline]) if 0 <= newline <= max_line else None
     if plain is None:
         return FirstContact(rest=data, eof=eof)
     from sidecar._handshake_result import RESULT

@@ -64,11 +64,11 @@ FIRST_LINES = {
 }
 
 
-def run(data: bytes, early: bool, tmp: Path) -> list[object]:
+def run(data: bytes, early: bool, tmp: Path, *args: str) -> list[object]:
     env = {**os.environ, "ORION_EARLY_HANDSHAKE": "1" if early else "0", "ORION_DATA_DIR": str(tmp / "data"),
            "HOME": str(tmp), "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "sidecar"], input=data, capture_output=True, env=env, cwd=REPO,
-                          timeout=90, check=False)
+    done = subprocess.run([sys.executable, "-m", "sidecar", *args], input=data, capture_output=True, env=env,
+                          cwd=REPO, timeout=90, check=False)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
     assert b"differs from the server's" not in done.stderr and b"refuses the request" not in done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
@@ -81,6 +81,15 @@ def test_every_first_line_gets_the_servers_own_answers(name: str, tmp_path: Path
     early = run(data, True, tmp_path / "early")
     assert early == late
     assert late, "the server answered nothing"
+
+
+def test_a_handshake_over_the_servers_line_limit_is_the_servers_to_refuse(tmp_path: Path) -> None:
+    data = init({"protocolVersion": 1, "_meta": {"pad": "x" * 300}}) + b"\n" + AFTER
+    limits = ("--max-line-bytes", "200", "--max-batch-bytes", "200")
+    late = run(data, False, tmp_path / "late", *limits)
+    early = run(data, True, tmp_path / "early", *limits)
+    assert early == late
+    assert late[0]["error"]["code"] == -32700  # line too long: refused, not answered early
 
 
 def test_the_fixed_result_is_the_servers_answer() -> None:
