@@ -91,7 +91,9 @@ def load_client(in_process_mcp: bool) -> type:
     bridge is deferred (`_DeferredBridge`). Anything that later asks the package itself for a name still gets the
     whole SDK. Blocking: call it in a worker thread from the event loop."""
     if in_process_mcp:
-        return load_full().ClaudeSDKClient  # type: ignore[no-any-return]
+        client = load_full().ClaudeSDKClient
+        _real_bridge_module()  # here, in the worker thread: not at the bridge's construction on the event loop
+        return client  # type: ignore[no-any-return]
     install()
     package = sys.modules[PACKAGE]
     if "ClaudeSDKClient" in package.__dict__:  # the whole SDK is loaded already

@@ -63,3 +63,16 @@ def test_asking_the_package_for_a_name_later_still_gets_the_whole_sdk() -> None:
         print(json.dumps({"same": first is ClaudeSDKClient, "mcp": "mcp" in sys.modules}))
     """)
     assert seen == {"same": True, "mcp": True}
+
+
+def test_a_later_session_with_an_in_process_server_gets_the_real_bridge_off_the_event_loop() -> None:
+    seen = probe("""
+        import json, sys
+        from sidecar import sdk_loader
+        sdk_loader.load_client(False)  # a first, plain session: the bridge deferred
+        sdk_loader.load_client(True)   # then one with an ACP client's files: everything loaded in the worker thread
+        module = sys.modules[sdk_loader.BRIDGE]
+        print(json.dumps({"deferred": getattr(module, "_orion_deferred", False), "mcp": "mcp.shared.memory" in sys.modules}))
+    """)
+    assert seen == {"deferred": False, "mcp": True}
+
