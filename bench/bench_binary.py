@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 from bundle.build import target_triple  # noqa: E402
 
 
-def launch(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+def launch(argv: list[str], cwd: Path, env: dict[str, str], session: bool = True) -> tuple[float, float | None]:
+    """Spawn → `initialize` answered, and (with `session`) spawn → a scripted `session/new` answered, in ms."""
     project = Path(tempfile.mkdtemp(prefix="orion-bench-bin-"))
     home = project / "home"
     home.mkdir()
@@ -44,13 +45,19 @@ def launch(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, floa
                     raise SystemExit(f"{argv[0]}: {method} failed: {message['error']}")
                 return message
 
-    call(1, "initialize", {"protocolVersion": 1})
-    initialized = time.perf_counter()
-    call(2, "session/new", {"cwd": str(project), "mcpServers": [], "_meta": {"orion": {"model": "scripted:demo"}}})
-    session = time.perf_counter()
-    proc.stdin.close()
-    proc.wait(30)
-    return (initialized - started) * 1000, (session - started) * 1000
+    try:
+        call(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        initialized = (time.perf_counter() - started) * 1000
+        if not session:
+            return initialized, None
+        call(2, "session/new", {"cwd": str(project), "mcpServers": [], "_meta": {"orion": {"model": "scripted:demo"}}})
+        return initialized, (time.perf_counter() - started) * 1000
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def size_mib(path: Path) -> float:

@@ -13,20 +13,19 @@ subjects; medians and p25–p75 are reported.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_binary  # noqa: E402  - its launch(): spawn, initialize, optionally a scripted session/new
+
 ADAPTER_JS = ROOT / "bench" / "acp_node" / "node_modules" / "@zed-industries" / "claude-agent-acp" / "dist" / "index.js"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
 
 
 def _spin() -> None:
@@ -35,48 +34,11 @@ def _spin() -> None:
 
 
 def launch(subject: str, session: bool) -> tuple[float, float | None]:
-    work = Path(tempfile.mkdtemp(prefix="orion-bench-init-"))
-    (work / "home").mkdir()
-    (work / "project").mkdir()
-    env = {**os.environ, "HOME": str(work / "home"), "ORION_DATA_DIR": str(work / "data"), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if subject == "adapter":
-        argv = ["node", str(ADAPTER_JS)]
-    else:
-        argv = [sys.executable, "-m", "sidecar"]
-        env["ORION_EARLY_HANDSHAKE"] = "1" if subject == "early" else "0"
-    started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def call(message: dict) -> None:
-        proc.stdin.write((json.dumps(message) + "\n").encode())  # type: ignore[union-attr]
-        proc.stdin.flush()  # type: ignore[union-attr]
-        while True:
-            line = proc.stdout.readline()  # type: ignore[union-attr]
-            if not line:
-                raise RuntimeError(f"{subject}: no answer to {message['method']}")
-            answer = json.loads(line)
-            if answer.get("id") == message["id"]:
-                if "error" in answer:
-                    raise RuntimeError(f"{subject}: {answer['error']}")
-                return
-
-    try:
-        call(INIT)
-        initialized = (time.perf_counter() - started) * 1000
-        new = None
-        if session and subject != "adapter":
-            call({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                  "params": {"cwd": str(work / "project"), "mcpServers": [], "_meta": {"orion": {"model": "scripted:basic"}}}})
-            new = (time.perf_counter() - started) * 1000
-        return initialized, new
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        return bench_binary.launch(["node", str(ADAPTER_JS)], ROOT, env, session=False)
+    env["ORION_EARLY_HANDSHAKE"] = "1" if subject == "early" else "0"
+    return bench_binary.launch([sys.executable, "-m", "sidecar"], ROOT, env, session=session)
 
 
 def summary(values: list[float]) -> str:

@@ -39,11 +39,10 @@ class FirstContact:
     `initialize`, or every byte read when it was not answered); `params`/`result` are set when it answered.
     (A plain class: `dataclasses` imports `inspect`, ~7 ms this module must not spend before its answer.)"""
 
-    __slots__ = ("rest", "request_id", "params", "result", "eof")
+    __slots__ = ("rest", "params", "result")
 
-    def __init__(self, rest: bytes, request_id: int | str | None = None, params: dict[str, Any] | None = None,
-                 result: dict[str, Any] | None = None, eof: bool = False) -> None:
-        self.rest, self.request_id, self.params, self.result, self.eof = rest, request_id, params, result, eof
+    def __init__(self, rest: bytes, params: dict[str, Any] | None = None, result: dict[str, Any] | None = None) -> None:
+        self.rest, self.params, self.result = rest, params, result
 
 
 def enabled(fd: int = 0) -> bool:
@@ -90,9 +89,9 @@ def plain_initialize(line: bytes) -> tuple[int | str, dict[str, Any]] | None:
     return request_id, params
 
 
-def read_first_line(fd: int = 0, limit: int = READ_LIMIT) -> tuple[bytes, bool]:
-    """Bytes from `fd` up to and including the first newline (and whatever came with it), or up to EOF or `limit`;
-    and whether EOF was seen."""
+def read_first_line(fd: int = 0, limit: int = READ_LIMIT) -> bytes:
+    """Bytes from `fd` up to and including the first newline (and whatever came with it), or up to EOF or `limit`
+    (the server then reads on and sees the EOF itself)."""
     chunks: list[bytes] = []
     size = 0
     while size <= limit:
@@ -101,14 +100,14 @@ def read_first_line(fd: int = 0, limit: int = READ_LIMIT) -> tuple[bytes, bool]:
         except InterruptedError:
             continue
         except OSError:
-            return b"".join(chunks), True
+            break
         if not chunk:
-            return b"".join(chunks), True
+            break
         chunks.append(chunk)
         size += len(chunk)
         if b"\n" in chunk:
             break
-    return b"".join(chunks), False
+    return b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes) -> bool:
@@ -127,11 +126,11 @@ def _write_all(fd: int, data: bytes) -> bool:
 def answer_early(in_fd: int = 0, out_fd: int = 1, max_line: int = READ_LIMIT) -> FirstContact:
     """Read the first line; answer it here when it is a plain ACP `initialize` no longer than `max_line` (the
     server's own line limit: a longer one is the server's to refuse). Returns what the full server needs."""
-    data, eof = read_first_line(in_fd)
+    data = read_first_line(in_fd)
     newline = data.find(b"\n")
     plain = plain_initialize(data[:newline]) if 0 <= newline <= max_line else None
     if plain is None:
-        return FirstContact(rest=data, eof=eof)
+        return FirstContact(rest=data)
     from sidecar._handshake_result import RESULT
 
     request_id, params = plain
@@ -142,7 +141,7 @@ def answer_early(in_fd: int = 0, out_fd: int = 1, max_line: int = READ_LIMIT) ->
     except UnicodeEncodeError:  # a lone surrogate in a string id: \u escapes, as the full server sends it
         line = json.dumps(message, separators=(",", ":")).encode("ascii")
     _write_all(out_fd, line + b"\n")
-    return FirstContact(rest=data[newline + 1:], request_id=request_id, params=params, result=result, eof=eof)
+    return FirstContact(rest=data[newline + 1:], params=params, result=result)
 
 
 def adopt(app: Any, first: FirstContact) -> None:

@@ -20,11 +20,7 @@ log = logging.getLogger(__name__)
 
 MODULES = ("sidecar.agent", "sidecar.sessions", "sidecar.hook_bridge", "sidecar.permissions",
            "sidecar.sandbox", "hooks.hookset", "hooks.runner", "hooks.builtin", "hooks.executors.remote",
-           "ipc.protocol_agent", "ipc.protocol_acp",
-           # The built-in hooks' own modules: a cold session start imports them while its CLI boots (hooks/builtin/
-           # __init__.py); an idle sidecar has the time to have them ready, so the CLI boots with less beside it.
-           *(f"hooks.builtin.{name}" for name in ("lifecycle", "env_isolation", "protection", "document_guard",
-                                                  "secret_redaction", "context", "memory_hooks", "user_choice")))
+           "ipc.protocol_agent", "ipc.protocol_acp")
 
 _started = False
 
@@ -39,7 +35,12 @@ def _run() -> None:
     # What a session start needs before it spawns the CLI: the SDK's transport, then the session's own modules.
     # Not the rest of the SDK (its mcp stack, ~15 MiB): a session start imports it while its CLI boots, where it
     # costs no time (bench/RESULTS.md, "The SDK imported while the CLI boots"), and the idle sidecar stays small.
-    steps = [sdk_loader.load_transport, *(lambda name=name: importlib.import_module(name) for name in MODULES)]
+    from hooks.builtin import BUILTIN_HOOK_MODULES
+
+    # Then the built-in hooks' own modules: a cold session start imports them while its CLI boots (hooks/builtin/
+    # __init__.py); an idle sidecar has the time to have them ready, so the CLI boots with less beside it.
+    names = (*MODULES, *BUILTIN_HOOK_MODULES)
+    steps = [sdk_loader.load_transport, *(lambda name=name: importlib.import_module(name) for name in names)]
     for step in steps:
         try:
             step()

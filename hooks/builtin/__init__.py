@@ -78,6 +78,9 @@ BUILTIN_HOOKS: tuple[BuiltinSpec, ...] = (
 )
 
 BUILTIN_HOOK_NAMES: tuple[str, ...] = tuple(dict.fromkeys(spec.name for spec in BUILTIN_HOOKS))
+# The modules `resolve` imports (sidecar/preimport.py has an idle sidecar import them ahead).
+BUILTIN_HOOK_MODULES: tuple[str, ...] = tuple(dict.fromkeys(f"{__name__}.{spec.factory.partition(':')[0]}"
+                                                            for spec in BUILTIN_HOOKS))
 
 
 class BuiltinOptionError(ValueError):
@@ -101,13 +104,12 @@ class DeferredHook:
         self.spec, self.options, self.env = spec, options, env
         self.fn: HookFunction | None = None
         module, _, factory = spec.factory.partition(":")
-        self.__module__ = f"{__name__}.{module}"
+        self.__module__ = f"{__name__}.{module}"  # until built: the factory's module and name
         self.__qualname__ = self.__name__ = factory
 
     def build(self) -> HookFunction:
         if self.fn is None:
-            module, _, factory = self.spec.factory.partition(":")
-            make = getattr(importlib.import_module(f"{__name__}.{module}"), factory)
+            make = getattr(importlib.import_module(self.__module__), self.__name__)
             try:
                 fn = make(self.options, self.env)
             except Exception as exc:  # a factory only reads its options: what fails there is an option
@@ -163,4 +165,4 @@ def builtin_registry(options: Mapping[str, Mapping[str, Any]] | None = None, *, 
     return registry
 
 
-__all__ = ["BUILTIN_HOOKS", "BUILTIN_HOOK_NAMES", "BuiltinOptionError", "BuiltinSpec", "DeferredHook", "builtin_registry", "resolve"]
+__all__ = ["BUILTIN_HOOKS", "BUILTIN_HOOK_MODULES", "BUILTIN_HOOK_NAMES", "BuiltinOptionError", "BuiltinSpec", "DeferredHook", "builtin_registry", "resolve"]
