@@ -8,9 +8,15 @@ from hooks.interpret import PERMISSION_EVENTS, context_of, decision_of, updated_
 from hooks.types import DECISION_RANK, AggregateResult, HookResult
 
 # Events whose hookSpecificOutput may carry additionalContext for the model.
-_CONTEXT_EVENTS = frozenset(
-    {"PreToolUse", "UserPromptSubmit", "SessionStart", "PostToolUse", "PostToolUseFailure", "SubagentStart", "Notification"}
-)
+_CONTEXT_EVENTS = frozenset({
+    "PreToolUse", "UserPromptSubmit", "UserPromptExpansion", "SessionStart", "Setup", "PostToolUse",
+    "PostToolUseFailure", "PostToolBatch", "Stop", "SubagentStart", "SubagentStop", "Notification", "PostModelSwitch",
+})
+# hookSpecificOutput keys the aggregate itself combines; every other key an event knows (PermissionDenied's `retry`,
+# MessageDisplay's `displayContent`, CwdChanged's `watchPaths`, an elicitation's `action`...) passes through to the
+# CLI, which applies its own rules to it, a later hook's value over an earlier one's.
+_COMBINED_KEYS = frozenset({"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput",
+                            "additionalContext"})
 
 
 def aggregate(event: str, results: list[HookResult]) -> AggregateResult:
@@ -36,6 +42,7 @@ def aggregate(event: str, results: list[HookResult]) -> AggregateResult:
         upd = updated_input_of(r)
         if upd is not None:
             agg.updated_input = upd
+        _pass_through(agg, r)
         ctx = context_of(r, event)
         if ctx:
             contexts.append(ctx)  # unlabelled and newline-joined, as Claude Code gives several hooks' context
@@ -52,6 +59,18 @@ def aggregate(event: str, results: list[HookResult]) -> AggregateResult:
     if contexts:
         agg.additional_context = "\n".join(contexts)
     return agg
+
+
+def _pass_through(agg: AggregateResult, result: HookResult) -> None:
+    out = result.output if result.outcome in ("success", "blocked") else None
+    if out is None or out.hookSpecificOutput is None or not out.hookSpecificOutput.model_extra:
+        return
+    for key, value in out.hookSpecificOutput.model_extra.items():
+        if key in _COMBINED_KEYS or (key == "decision" and agg.event == "PermissionRequest"):
+            continue
+        if key == "watchPaths" and isinstance(value, list) and isinstance(agg.specific.get(key), list):
+            value = [*agg.specific[key], *(v for v in value if v not in agg.specific[key])]
+        agg.specific[key] = value
 
 
 def to_hook_json(agg: AggregateResult) -> dict[str, Any]:
@@ -86,6 +105,7 @@ def to_hook_json(agg: AggregateResult) -> dict[str, Any]:
         out["reason"] = agg.reason or "blocked by a hook"
     if agg.additional_context and agg.event in _CONTEXT_EVENTS:
         hso["additionalContext"] = agg.additional_context
+    hso.update(agg.specific)
     if len(hso) > 1:
         out["hookSpecificOutput"] = hso
     return out

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hooks.types import BLOCKING_EVENTS, ExecutionReport, HookOutput, HookResult
+from hooks.types import EXIT2_BLOCKS, ExecutionReport, HookOutput, HookResult
 
 # Events whose stdout (exit 0, not JSON) becomes context for the model, as in Claude Code.
 TEXT_CONTEXT_EVENTS = frozenset({"UserPromptSubmit", "SessionStart"})
@@ -127,6 +127,18 @@ def context_of(result: HookResult, event: str) -> str | None:
     return None
 
 
+# The hook types Claude Code has: their answers are held to its rules. Orion's own (python, callable) may leave
+# `hookEventName` out; the event they ran for is implied.
+CLAUDE_CODE_TYPES = frozenset({"command", "http", "prompt", "agent", "mcp_tool"})
+
+
+def _named_event(output: HookOutput | None) -> str | None:
+    """The event a JSON answer's hookSpecificOutput names ("" when it has one without a name); None without one."""
+    if output is None or output.hookSpecificOutput is None:
+        return None
+    return output.hookSpecificOutput.hookEventName or ""
+
+
 def make_result(spec: Any, event: str, report: ExecutionReport, execution_id: str, duration_ms: float) -> HookResult:
     """Interpret one report with Claude Code's exit-code and JSON semantics."""
     result = HookResult(
@@ -158,7 +170,7 @@ def make_result(spec: Any, event: str, report: ExecutionReport, execution_id: st
     if report.blocking_error:
         # A JSON "allow" cannot override exit 2: the CLI ignores stdout then, and so do we.
         result.output = None
-        if event in BLOCKING_EVENTS or event in FEEDBACK_EVENTS:
+        if event in EXIT2_BLOCKS or event in FEEDBACK_EVENTS:
             result.outcome = "blocked"
         else:
             result.outcome = "error"
@@ -168,6 +180,13 @@ def make_result(spec: Any, event: str, report: ExecutionReport, execution_id: st
         result.outcome = "error"
         result.output = None
         result.error = result.error or report.stderr.strip()[:4000] or f"hook exited with code {report.exit_code}"
+        return result
+    named = _named_event(result.output)
+    if named is not None and named != event and spec.type in CLAUDE_CODE_TYPES:
+        # Claude Code refuses an answer meant for another event: a non-blocking error, the answer ignored.
+        result.outcome = "error"
+        result.output = None
+        result.error = f"Hook returned incorrect event name: expected {event!r} but got {named!r}"
         return result
     decision, _ = decision_of(result, event)
     if decision in ("deny", "block"):

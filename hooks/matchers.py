@@ -35,15 +35,28 @@ def compile_matcher(matcher: str | None) -> Matcher:
     return lambda value: pattern.search(value) is not None
 
 
-# The payload key a non-tool event's matcher is compared with (Claude Code's sub-types).
+# The payload key a non-tool event's matcher is compared with (Claude Code's sub-types, CLI 2.1.330). Events absent
+# here (UserPromptSubmit, Stop, PostToolBatch, TeammateIdle, TaskCreated, TaskCompleted, WorktreeCreate,
+# WorktreeRemove, CwdChanged, MessageDisplay) fire their hooks whatever the matcher says.
 _TARGET_KEY = {
     "SessionStart": "source",
     "SessionEnd": "reason",
+    "Setup": "trigger",
     "PreCompact": "trigger",
     "PostCompact": "trigger",
     "Notification": "notification_type",
     "SubagentStart": "agent_type",
     "SubagentStop": "agent_type",
+    "UserPromptExpansion": "command_name",
+    "StopFailure": "error",
+    "Elicitation": "mcp_server_name",
+    "ElicitationResult": "mcp_server_name",
+    "ConfigChange": "source",
+    "DirectoryAdded": "source",
+    "InstructionsLoaded": "load_reason",
+    "PreModelSwitch": "to_model",
+    "PostModelSwitch": "to_model",
+    "FileChanged": "file_path",  # by its file name: the matcher lists the files to watch (".envrc|.env")
 }
 
 
@@ -52,7 +65,10 @@ def match_target(event: str, payload: dict[str, Any]) -> str | None:
     if event in TOOL_EVENTS:
         return str(payload.get("tool_name") or "")
     key = _TARGET_KEY.get(event)
-    return str(payload.get(key) or "") if key else None
+    if key is None:
+        return None
+    value = str(payload.get(key) or "")
+    return value.replace("\\", "/").rsplit("/", 1)[-1] if event == "FileChanged" else value
 
 
 # Claude Code's built-in tool names (CLI 2.1.330); MCP tools are `mcp__<server>__<tool>`.
@@ -65,9 +81,17 @@ KNOWN_TOOLS = frozenset({
 })
 # The values a non-tool event's matcher is compared with, where Claude Code's set is closed.
 _KNOWN_TARGETS = {
-    "SessionStart": frozenset({"startup", "resume", "clear", "compact"}),
+    "SessionStart": frozenset({"startup", "resume", "clear", "compact", "fork"}),
+    "Setup": frozenset({"init", "maintenance"}),
     "PreCompact": frozenset({"manual", "auto"}),
     "PostCompact": frozenset({"manual", "auto"}),
+    "ConfigChange": frozenset({"user_settings", "project_settings", "local_settings", "policy_settings", "skills"}),
+    "DirectoryAdded": frozenset({"slash_command", "register_repo_root"}),
+    "InstructionsLoaded": frozenset({"session_start", "nested_traversal", "path_glob_match", "include", "compact"}),
+    "StopFailure": frozenset({
+        "rate_limit", "overloaded", "authentication_failed", "oauth_org_not_allowed", "account_on_hold",
+        "verification_required", "billing_error", "invalid_request", "model_not_found", "server_error",
+        "max_output_tokens", "cloud_credential_error", "unknown"}),
 }
 
 

@@ -417,7 +417,7 @@ def _complete(event: str, payload: dict[str, Any], session: SessionContext, tool
         missing["session_id"] = session.session_id
     if "cwd" not in payload:
         missing["cwd"] = str(session.project_dir)
-    if tool_use_id is not None and "tool_use_id" not in payload:
+    if tool_use_id is not None and "tool_use_id" not in payload and event != "PermissionRequest":
         missing["tool_use_id"] = tool_use_id
     return {**payload, **missing} if missing else payload
 

@@ -20,32 +20,61 @@ from pydantic import BaseModel, ConfigDict, Field
 # --------------------------------------------------------------------------- events
 
 HookEventName = Literal[
+    # Claude Code 2.1.330's 33 hook events (read from the bundled binary; docs/FIDELITY.md "Events").
     "SessionStart",
     "SessionEnd",
     "UserPromptSubmit",
+    "UserPromptExpansion",
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
+    "PostToolBatch",
     "PermissionRequest",
+    "PermissionDenied",
     "Stop",
+    "StopFailure",
     "SubagentStart",
     "SubagentStop",
     "PreCompact",
     "PostCompact",
     "Notification",
+    "Elicitation",
+    "ElicitationResult",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "Setup",
+    "InstructionsLoaded",
+    "CwdChanged",
+    "FileChanged",
+    "ConfigChange",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "PreModelSwitch",
+    "PostModelSwitch",
+    "MessageDisplay",
+    "DirectoryAdded",
 ]
 
 ALL_EVENTS: tuple[str, ...] = HookEventName.__args__  # type: ignore[attr-defined]
 
+# Events on which Claude Code reads exit 2 as a block of what the event is about (the tool call, the prompt, the
+# expansion, the end of the turn, the compaction, the model switch, the task, the idle teammate, the elicitation,
+# the configuration change, the next model request after a batch). Elsewhere exit 2 is a non-blocking error
+# (PermissionRequest's included: the CLI's table gives it no exit-2 meaning).
+EXIT2_BLOCKS: frozenset[str] = frozenset({
+    "PreToolUse", "UserPromptSubmit", "UserPromptExpansion", "Stop", "SubagentStop", "PreCompact", "PreModelSwitch",
+    "TeammateIdle", "TaskCreated", "TaskCompleted", "Elicitation", "ElicitationResult", "ConfigChange",
+    "PostToolBatch",
+})
+
 # Blocking events run their hooks one after another in registration order; each
 # hook sees the input as rewritten by the ones before, and a deny ends the chain.
-BLOCKING_EVENTS: frozenset[str] = frozenset(
-    {"PreToolUse", "UserPromptSubmit", "PermissionRequest", "Stop", "SubagentStop", "PreCompact"}
-)
+BLOCKING_EVENTS: frozenset[str] = EXIT2_BLOCKS | {"PermissionRequest"}
 
 # Events whose matcher is tested against the tool name (the others match "" / their sub-type).
 TOOL_EVENTS: frozenset[str] = frozenset(
-    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"}
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"}
 )
 
 HookType = Literal["command", "python", "prompt", "agent", "http", "callable"]
@@ -284,6 +313,8 @@ class AggregateResult:
     continue_: bool = True
     stop_reason: str | None = None
     suppress_output: bool = False
+    # Event-specific hookSpecificOutput keys passed on as the hooks gave them (hooks/aggregate.py _COMBINED_KEYS).
+    specific: dict[str, Any] = field(default_factory=dict)
     results: list[HookResult] = field(default_factory=list)
 
     @property

@@ -27,25 +27,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from hooks.tracing import TRACE_KEY
+from hooks.types import ALL_EVENTS
 
 if TYPE_CHECKING:  # claude_agent_sdk costs ~600 ms to import: only start() pays for it
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
 log = logging.getLogger(__name__)
 
-# Every hook event the Python SDK can deliver (REFERENCE.md); the host fires the others itself.
-SDK_HOOK_EVENTS: tuple[str, ...] = (
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "UserPromptSubmit",
-    "Stop",
-    "SubagentStop",
-    "PreCompact",
-    "Notification",
-    "SubagentStart",
-    "PermissionRequest",
-)
+# Every hook event of the bundled CLI: it calls an SDK callback back for each (measured on 2.1.330: the Python SDK
+# passes event names through unchecked), at its own moment and with its own input. SessionStart on startup and
+# resume, and SessionEnd but for `/clear`, are the sidecar's to fire (the CLI never calls those back).
+SDK_HOOK_EVENTS: tuple[str, ...] = ALL_EVENTS
 
 # Given to the CLI on every start, whatever setting_sources says: a settings file must never
 # run hooks of its own, the sidecar's runner owns hook execution (docs/SDK_NOTES.md).
@@ -98,7 +90,8 @@ class PermissionAnswer:
 
 class PermissionAsker(Protocol):
     async def ask(
-        self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None
+        self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None,
+        *, suggestions: list[Any] | None = None,
     ) -> PermissionAnswer: ...
 
 
@@ -584,7 +577,8 @@ class AgentSession:
             except Exception:  # noqa: BLE001 - fail open, as the hook engine does for a crashing hook
                 log.exception("hook bridge failed on %s", event)
                 output = {}
-            if event == "UserPromptSubmit" and (is_deny(output) or output.get("continue") is False):
+            if event in ("UserPromptSubmit", "UserPromptExpansion") and (
+                    is_deny(output) or output.get("continue") is False):
                 self._prompt_blocked = True
             if event == "PreToolUse" and is_deny(output):
                 self._denied.add(str(payload.get("tool_use_id") or tool_use_id))
@@ -601,12 +595,27 @@ class AgentSession:
         from claude_agent_sdk.types import PermissionResultAllow, PermissionResultDeny
 
         tool_use_id = getattr(context, "tool_use_id", None)
-        answer = await self._asker.ask(tool_name, tool_input, tool_use_id, getattr(context, "decision_reason", None))
+        answer = await self._asker.ask(tool_name, tool_input, tool_use_id, getattr(context, "decision_reason", None),
+                                       suggestions=_suggestions_json(getattr(context, "suggestions", None)))
         if answer.allow:
             return PermissionResultAllow(updated_input=answer.updated_input)
         if tool_use_id:
             self._denied.add(tool_use_id)
         return PermissionResultDeny(message=answer.message or "The user denied this tool call.", interrupt=answer.interrupt)
+
+
+def _suggestions_json(suggestions: Any) -> list[Any]:
+    """The CLI's permission suggestions as it gives them to a PermissionRequest hook (the SDK hands them over as
+    dataclasses or dicts)."""
+    if not isinstance(suggestions, list):
+        return []
+    out = []
+    for item in suggestions:
+        if hasattr(item, "to_dict"):
+            item = item.to_dict()
+        if isinstance(item, dict):
+            out.append(item)
+    return out
 
 
 async def _one_user_message(blocks: list[dict[str, Any]]) -> Any:

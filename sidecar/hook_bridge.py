@@ -16,6 +16,13 @@ from sidecar.permissions import PermissionBroker
 
 # session.state key: SessionStart context not yet given to the model (it goes with the first prompt that is let through)
 PENDING_SESSION_CONTEXT = "_pending_session_context"
+# session.state key: per tool call, the keys of the CLI's PreToolUse input its PermissionRequest input repeats
+# (the sidecar fires PermissionRequest itself, from `can_use_tool`, which does not carry them).
+TOOL_CALL_CONTEXT = "_tool_call_context"
+_TOOL_CALL_KEYS = ("permission_mode", "effort", "prompt_id", "agent_id", "agent_type")
+# session.state key: the agent's working directory as the CLI's last hook input gave it (for CwdChanged).
+LAST_CWD = "_last_cwd"
+_TOOL_CALL_MEMORY = 64  # calls remembered: the permission ask follows its PreToolUse at once
 
 log = logging.getLogger("sidecar.hook_bridge")
 
@@ -37,6 +44,8 @@ class RunnerBridge:
         return budget
 
     async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
+        if not self.delivered_by_cli(event, payload):
+            return {}
         if log.isEnabledFor(logging.DEBUG):
             log.debug("CLI callback %s session=%s", event, self.session.session_id)
         # The frontend knows the session by our id; hooks and tracking must too.
@@ -50,6 +59,9 @@ class RunnerBridge:
         # as `tool_use_id`, nor the frontend as a hook_started `toolUseId` that matches no tool call.
         if event not in TOOL_EVENTS:
             tool_use_id = None
+        if event == "PreToolUse" and tool_use_id:
+            self._remember_call(tool_use_id, payload)
+        await self._notice_cwd(payload)
         context = self._scoped_context(event, payload)
         agg = await self.runner.fire(event, payload, context, tool_use_id=tool_use_id)
         self._track_skill(event, payload, agg)
@@ -57,12 +69,44 @@ class RunnerBridge:
             start = self.session.state.pop(PENDING_SESSION_CONTEXT)
             agg.additional_context = "\n".join(filter(None, [start, agg.additional_context]))
         output = to_hook_json(agg)
-        if event == "UserPromptSubmit" and agg.blocked:
-            await self._notice("error", "Prompt blocked by a UserPromptSubmit hook" + (f": {agg.reason}" if agg.reason else "."),
+        if event in ("UserPromptSubmit", "UserPromptExpansion") and agg.blocked:
+            await self._notice("error", f"Prompt blocked by a {event} hook" + (f": {agg.reason}" if agg.reason else "."),
                                event)
         if event == "PreToolUse" and agg.decision == "ask":
             output = await self._ask(payload, agg.updated_input, agg.reason, output)
         return output
+
+    async def _notice_cwd(self, payload: dict[str, Any]) -> None:
+        """Fire CwdChanged when the CLI's input shows the agent in another directory than last time: the CLI fires
+        it only for its own settings hooks, never for an SDK callback (measured on 2.1.330)."""
+        cwd = payload.get("cwd")
+        if not isinstance(cwd, str):
+            return
+        old = self.session.state.get(LAST_CWD, str(self.session.project_dir))
+        self.session.state[LAST_CWD] = cwd
+        if cwd == old or not self.runner.hookset.active_for("CwdChanged"):
+            return
+        from sidecar.sessions import sidecar_payload
+
+        changed = sidecar_payload("CwdChanged", self.session, cwd=cwd, old_cwd=old, new_cwd=cwd)
+        await self.runner.fire("CwdChanged", changed, self.session)
+
+    def _remember_call(self, tool_use_id: str, payload: dict[str, Any]) -> None:
+        calls = self.session.state.setdefault(TOOL_CALL_CONTEXT, {})
+        calls[tool_use_id] = {key: payload[key] for key in _TOOL_CALL_KEYS if key in payload}
+        while len(calls) > _TOOL_CALL_MEMORY:
+            calls.pop(next(iter(calls)))
+
+    @staticmethod
+    def delivered_by_cli(event: str, payload: dict[str, Any]) -> bool:
+        """False for the session's own start and end, which the sidecar fires itself at session/new, session/load
+        and session/end: the CLI's callback for them, should one ever come, must not run the hooks a second time.
+        A start after `/compact` or `/clear`, and the end before `/clear`, are the CLI's alone."""
+        if event == "SessionStart":
+            return payload.get("source") not in ("startup", "resume")
+        if event == "SessionEnd":
+            return payload.get("reason") == "clear"
+        return True
 
     def _scoped_context(self, event: str, payload: dict[str, Any]) -> SessionContext:
         """The session as this event sees it: inside which subagent (the CLI marks its events with `agent_type`) and
@@ -129,15 +173,18 @@ class HookedAsker:
         self.broker = broker
 
     async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None,
-                  *, from_hook: bool = False) -> Any:
+                  *, from_hook: bool = False, suggestions: list[Any] | None = None) -> Any:
         from sidecar.agent import PermissionAnswer
         from sidecar.sessions import sidecar_payload
 
         runner, session = self.bridge.runner, self.bridge.session
         already = tool_use_id is not None and self.broker.approved_calls.get(tool_use_id) == tool_input
         if not from_hook and not already and runner.hookset.active_for("PermissionRequest"):
-            payload = sidecar_payload("PermissionRequest", session, tool_name=builtin_name(tool_name),
-                                      tool_input=dict(tool_input), permission_suggestions=[])
+            # The CLI's own PermissionRequest input: its PreToolUse's context keys, the CLI's suggestions, and no
+            # tool_use_id (Claude Code gives a PermissionRequest hook none).
+            call = session.state.get(TOOL_CALL_CONTEXT, {}).get(tool_use_id, {}) if tool_use_id else {}
+            payload = sidecar_payload("PermissionRequest", session, **call, tool_name=builtin_name(tool_name),
+                                      tool_input=dict(tool_input), permission_suggestions=list(suggestions or []))
             agg = await runner.fire("PermissionRequest", payload, session, tool_use_id=tool_use_id)
             if agg.decision == "allow":
                 return PermissionAnswer(True, updated_input=agg.updated_input)

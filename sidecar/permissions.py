@@ -9,6 +9,11 @@ from typing import Any
 
 from sidecar.agent import PermissionAnswer
 
+# What Claude Code tells the model when its user rejects a tool call in the permission dialog (CLI 2.1.330's words).
+USER_REJECTED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+                 "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
+                 "tell you how to proceed.")
+
 log = logging.getLogger("sidecar.permissions")
 
 RequestFn = Callable[[str, dict[str, Any], float], Awaitable[Any]]
@@ -97,5 +102,5 @@ class PermissionBroker:
                 self.always_rejected.add(tool_name)
             if option.startswith("allow"):
                 return PermissionAnswer(True)
-            return PermissionAnswer(False, message=f"The user rejected this use of {tool_name}.")
+            return PermissionAnswer(False, message=USER_REJECTED)
         return PermissionAnswer(False, message=f"The user dismissed the permission request for {tool_name}.")

@@ -439,11 +439,6 @@ class SessionManager:
         async def on_update(update: dict[str, Any]) -> None:
             await notify("session/update", {"sessionId": sid, "update": update})
 
-        async def on_compact(summary: str, trigger: str) -> None:
-            await runner.fire(
-                "PostCompact", sidecar_payload("PostCompact", context, compact_summary=summary, trigger=trigger), context
-            )
-
         servers, disallowed, client_tools = dict(mcp_servers or {}), [], {}
         if client_capabilities:
             from sidecar.acp.client_tools import SERVER, ClientTools, wanted
@@ -477,7 +472,7 @@ class SessionManager:
             hook_events=callback_events(hookset),
             resume=sid if resume else None,
         )
-        agent = AgentSession(config, bridge, HookedAsker(bridge, broker), on_update, on_compact=on_compact)
+        agent = AgentSession(config, bridge, HookedAsker(bridge, broker), on_update)
         return Built(sid=sid, project=project, vault=vault, model=model, model_name=model_name, hookset=hookset,
                      settings=settings, sandbox=sandbox, context=context, runner=runner, agent=agent,
                      permission_mode=permission_mode, client_tools=client_tools,
@@ -916,6 +911,10 @@ def callback_events(hookset: HookSet) -> frozenset[str]:
     events = {spec.event for spec in listening}
     if "SessionStart" in events:
         events.add("UserPromptSubmit")
+    if "CwdChanged" in events:
+        events.add("PostToolUse")  # whose input shows the directory a tool left the agent in (sidecar/hook_bridge.py)
+    if "PermissionRequest" in events:
+        events.add("PreToolUse")  # what the CLI's PermissionRequest input repeats of it (sidecar/hook_bridge.py)
     if any(spec.scope == "skill" for spec in listening):
         events.add("PostToolUse")  # the Skill tool's: which skill runs from then on (hooks/scoped.py)
     return frozenset(event for event in events if not sidecar_fires(hookset, event) and event not in SIDECAR_EVENTS)

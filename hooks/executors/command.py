@@ -41,21 +41,26 @@ def hook_env(call: HookCall) -> dict[str, str]:
     effort = payload.get("effort")
     if isinstance(effort, dict) and isinstance(effort.get("level"), str):
         env["CLAUDE_EFFORT"] = effort["level"]
-    if call.event == "SessionStart" and session.cli_config_dir is not None:
-        env["CLAUDE_ENV_FILE"] = str(session_env_file(session.cli_config_dir, session_id, session.state))
+    if call.event in ENV_FILE_EVENTS and session.cli_config_dir is not None:
+        env["CLAUDE_ENV_FILE"] = str(session_env_file(session.cli_config_dir, session_id, session.state, call.event))
     return env
 
 
-def session_env_file(config_dir: Path, session_id: str, state: Any) -> Path:
-    """Where a SessionStart hook's `export` lines go: the file the CLI reads before each later Bash command.
+# Events whose hooks may export variables for the agent's later Bash commands through CLAUDE_ENV_FILE.
+ENV_FILE_EVENTS = frozenset({"SessionStart", "CwdChanged", "FileChanged"})
 
-    The CLI's own layout (2.1.330): `<config>/session-env/<session id>/sessionstart-hook-<n>.sh`, one per hook.
+
+def session_env_file(config_dir: Path, session_id: str, state: Any, event: str = "SessionStart") -> Path:
+    """Where such a hook's `export` lines go: a file the CLI reads before each later Bash command.
+
+    The CLI's own layout (2.1.330): `<config>/session-env/<session id>/<event lowercased>-hook-<n>.sh`, one per hook.
     """
-    n = state.get("_session_env_files", 0)
-    state["_session_env_files"] = n + 1
+    counters = state.setdefault("_session_env_files", {})
+    n = counters.get(event, 0)
+    counters[event] = n + 1
     directory = Path(config_dir) / "session-env" / session_id
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return directory / f"sessionstart-hook-{n}.sh"
+    return directory / f"{event.lower()}-hook-{n}.sh"
 
 
 def run_cwd(spec: Any, payload: dict[str, Any], project_dir: Path) -> Path:

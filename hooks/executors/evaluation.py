@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from hooks.types import BLOCKING_EVENTS, ExecutionReport, HookCall, HookOutput, HookSpecificOutput
+from hooks.types import EXIT2_BLOCKS, ExecutionReport, HookCall, HookOutput, HookSpecificOutput
 
 
 class EvaluationError(Exception):
@@ -169,7 +169,7 @@ def evaluation_report(event: str, evaluation: Evaluation, raw: str) -> Execution
         return ExecutionReport(status="ok", stdout=raw, output=HookOutput(systemMessage=reason))
     # On blocking events the runner reads a blocking error like exit 2, with stderr as the
     # reason; on PostToolUse (already ran) only the `decision: "block"` output feeds the reason back.
-    blocking = event in BLOCKING_EVENTS
+    blocking = event in EXIT2_BLOCKS
     return ExecutionReport(status="ok", stdout=raw, stderr=reason, output=output, blocking_error=blocking)
 
 

@@ -26,8 +26,11 @@ class Case:
     turns: list[Any] = field(default_factory=lambda: [[BASH], FINAL])
     prompt: str = "please do the task"
     timeouts: dict[str, float] = field(default_factory=dict)  # per tag, seconds
+    files: dict[str, str] = field(default_factory=dict)  # project-relative path -> text (CLAUDE.md, commands)
     allowed_tools: tuple[str, ...] = ("Bash", "Write", "Read", "Edit")
     note: str = ""
+    # per tag: keys of the hook entry beside type/command (`args` makes it exec form); see _entry for placeholders
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def settings(self, probe_command: str) -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
@@ -35,7 +38,7 @@ class Case:
             for matcher, tags in groups:
                 entries = []
                 for tag in tags:
-                    entry: dict[str, Any] = {"type": "command", "command": f"{probe_command} {tag}"}
+                    entry: dict[str, Any] = _entry(probe_command, tag, self.entries.get(tag, {}))
                     if tag in self.timeouts:
                         entry["timeout"] = self.timeouts[tag]
                     entries.append(entry)
@@ -47,6 +50,28 @@ class Case:
 
     def scenario(self) -> dict[str, Any]:
         return {"name": self.name, "turns": list(self.turns), "default": FINAL, "side_reply": "Scripted title"}
+
+
+def _entry(probe_command: str, tag: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """A probe's hook entry: shell form `<probe> <tag>` unless `fields` say otherwise. In their strings `<python>`,
+    `<script>` (the probe's two words), `<probe>` and `<tag>` are filled in; `args` makes the entry exec form."""
+    python, script = probe_command.split(" ", 1)
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        if not isinstance(value, str):
+            return value
+        for token, text in (("<python>", python), ("<script>", script), ("<probe>", probe_command), ("<tag>", tag)):
+            value = value.replace(token, text)
+        return value
+
+    return {"type": "command", "command": f"{probe_command} {tag}", **{k: fill(v) for k, v in fields.items()}}
+
+
+def _exec(*args: str, **more: Any) -> dict[str, Any]:
+    """Exec form: the interpreter as `command`, the probe script and the tag first in `args`."""
+    return {"command": "<python>", "args": ["<script>", "<tag>", *args], **more}
 
 
 def _pre(behaviour: dict[str, Any], **kw: Any) -> Case:
@@ -140,6 +165,74 @@ CASES: list[Case] = [
          {"first": {"stdout": _hso("PreToolUse", additionalContext="from first")},
           "second": {"stdout": _hso("PreToolUse", additionalContext="from second")}}),
     Case("identical_commands_run_once", {"PreToolUse": [("Bash", ["same"]), ("Bash", ["same"])]}),
+    # ---------------------------------------------------------------- the CLI's other events (docs/FIDELITY.md "Events")
+    Case("event_post_tool_batch_context", {"PostToolBatch": [(None, ["batch"])]},
+         {"batch": {"stdout": _hso("PostToolBatch", additionalContext="the batch is in")}}),
+    Case("event_post_tool_batch_exit2", {"PostToolBatch": [(None, ["batch"])]},
+         {"batch": {"exit": 2, "stderr": "stop after this batch"}}),
+    Case("event_message_display", {"MessageDisplay": [(None, ["display"])]}, turns=["First line.\nSecond line."]),
+    Case("event_cwd_changed", {"CwdChanged": [(None, ["cwd"])], "PreToolUse": [("Bash", ["pre"])]},
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "mkdir -p sub && cd sub", "description": "cd"}}}],
+                [BASH_ECHO], FINAL]),
+    Case("event_instructions_loaded", {"InstructionsLoaded": [(None, ["loaded"])]}, turns=[FINAL],
+         files={"CLAUDE.md": "Answer briefly.\n"}),
+    Case("event_instructions_loaded_matcher", {"InstructionsLoaded": [("session_start", ["start"]),
+                                                                      ("compact", ["never"])]}, turns=[FINAL],
+         files={"CLAUDE.md": "Answer briefly.\n"}),
+    Case("event_user_prompt_expansion", {"UserPromptExpansion": [(None, ["expand"])],
+                                         "UserPromptSubmit": [(None, ["ups"])]},
+         {"expand": {"stdout": _hso("UserPromptExpansion", additionalContext="expanded with care")}},
+         turns=[FINAL], prompt="/greet world", files={".claude/commands/greet.md": "Say hello to $ARGUMENTS.\n"}),
+    Case("event_user_prompt_expansion_exit2", {"UserPromptExpansion": [(None, ["expand"])]},
+         {"expand": {"exit": 2, "stderr": "no greetings today"}},
+         turns=[FINAL], prompt="/greet world", files={".claude/commands/greet.md": "Say hello to $ARGUMENTS.\n"}),
+    Case("event_wrong_hook_event_name", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"stdout": _hso("PostToolUse", additionalContext="meant for another event")}}),
+    Case("event_permission_request_exit2", {"PermissionRequest": [("Bash", ["perm"])]},
+         {"perm": {"exit": 2, "stderr": "not a deny"}}, allowed_tools=("Read",)),
+    Case("event_permission_request_allow", {"PermissionRequest": [("Bash", ["perm"])]},
+         {"perm": {"stdout": _hso("PermissionRequest", decision={"behavior": "allow"})}}, allowed_tools=("Read",),
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "rm -f no-such-file.txt",
+                                                          "description": "remove"}}}], FINAL]),
+    # ---------------------------------------------------------------- command hook fields (docs/HOOKS.md "command")
+    Case("command_exec_form_blocks_force_push", {"PreToolUse": [("Bash", ["guard"])]},
+         {"guard": {"exit": 2, "stderr": "force pushes are not allowed here"}},
+         entries={"guard": _exec("dangerous-command-blocker")},
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "git push --force origin main",
+                                                         "description": "push"}}}], FINAL]),
+    Case("command_exec_form_args_verbatim", {"PreToolUse": [("Bash", ["argv"])]}, {"argv": {"echo_argv": True}},
+         entries={"argv": {"command": "<python>",
+                           "args": ["${CLAUDE_PROJECT_DIR}/.claude/hooks/probe.py", "<tag>", "$HOME", "${HOME}",
+                                    "${CLAUDE_PROJECT_DIR}/x", "a b;echo injected", "`id`", "*.py", ""]}}),
+    Case("command_exec_form_identity", {"PreToolUse": [("Bash", ["a", "b"]), ("Bash", ["a"])]},
+         entries={"a": _exec("same"), "b": _exec("other")}),
+    Case("command_shell_default_is_sh", {"PreToolUse": [("Bash", ["shell"])]},
+         entries={"shell": {"command": "<probe> <tag>-${BASH_VERSION:+bash}"}}),
+    Case("command_shell_bash", {"PreToolUse": [("Bash", ["shell"])]},
+         entries={"shell": {"command": "<probe> <tag>-${BASH_VERSION:+bash}", "shell": "bash"}}),
+    Case("command_shell_powershell_missing", {"PreToolUse": [("Bash", ["pwsh", "after"])]},
+         entries={"pwsh": {"shell": "powershell"}}),
+    Case("command_if_conditions", {"PreToolUse": [("*", ["git", "npm", "write", "anybash", "echo", "glob"])],
+                                   "PostToolUse": [("Bash", ["postgit", "postnpm"])],
+                                   "UserPromptSubmit": [(None, ["upsif", "ups"])]},
+         entries={"git": {"if": "Bash(git *)"}, "npm": {"if": "Bash(npm *)"}, "write": {"if": "Write"},
+                  "anybash": {"if": "Bash"}, "echo": {"if": "Bash(echo:*)"}, "glob": {"if": "Bash(*--version)"},
+                  "postgit": {"if": "Bash(git *)"}, "postnpm": {"if": "Bash(npm *)"}, "upsif": {"if": "Bash"}},
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "echo start && git --version > ran.txt",
+                                                         "description": "git"}}}], FINAL]),
+    Case("command_once_in_settings", {"PreToolUse": [("Bash", ["once"])]}, entries={"once": {"once": True}},
+         turns=[[BASH], [BASH_ECHO], FINAL]),
+    Case("command_async_context", {"PostToolUse": [("Bash", ["bg"])]},
+         {"bg": {"stdout": _hso("PostToolUse", additionalContext="from the background")}},
+         entries={"bg": {"async": True}}, turns=[[BASH], [BASH_ECHO], FINAL]),
+    Case("command_async_exit2", {"PreToolUse": [("Bash", ["bg"])]}, {"bg": {"exit": 2, "stderr": "too late to block"}},
+         entries={"bg": {"async": True}}),
+    Case("command_async_rewake", {"PostToolUse": [("Bash", ["rewake"])]},
+         {"rewake": {"exit": 2, "stderr": "the tests fail after that change"}},
+         entries={"rewake": {"asyncRewake": True}}, turns=[[BASH], [BASH_ECHO], FINAL, "Woken up."]),
+    Case("command_status_message", {"PreToolUse": [("Bash", ["status"])]},
+         {"status": {"stdout": _hso("PreToolUse", additionalContext="checked")}},
+         entries={"status": {"statusMessage": "Checking the command\u2026"}}),
 ]
 
 BY_NAME = {case.name: case for case in CASES}
@@ -162,4 +255,10 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
                                          "the CLI calls no SessionStart callback: the context goes with the first prompt"),
     "ups_exit2_blocks_prompt": ("stop_reason: CLI None vs ours 'blocked'", "Orion tells the frontend a hook blocked the prompt"),
     "ups_decision_block": ("stop_reason: CLI None vs ours 'blocked'", "Orion tells the frontend a hook blocked the prompt"),
+    "event_user_prompt_expansion_exit2": ("stop_reason: CLI None vs ours 'blocked'",
+                                          "Orion tells the frontend a hook blocked the prompt"),
+    "event_permission_request_allow": ("The user doesn't want to proceed",
+                                       "the hook's allow answers the permission dialog (Claude Code's documented "
+                                       "behaviour); through the SDK the CLI asks the host's permission callback at the "
+                                       "same time, and the reference's callback refused first"),
 }

@@ -123,11 +123,11 @@ def load_golden(name: str) -> dict[str, Any]:
 
 
 async def _run(names: list[str]) -> int:
-    from tests.conformance.cases import BY_NAME, CASES
+    from tests.conformance.cases import BY_NAME, CASES, KNOWN_DIFFERENCES
     from tests.conformance.harness import normalise, run_sidecar
 
     chosen = [BY_NAME[n] for n in names] if names else CASES
-    agree = 0
+    agree = documented = 0
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
         for case in chosen:
             root = Path(tmp) / case.name
@@ -136,12 +136,18 @@ async def _run(names: list[str]) -> int:
                 diffs = differences(load_golden(case.name), ours)
             except Exception as exc:  # one broken case must not hide the others
                 diffs = [f"the run failed: {type(exc).__name__}: {exc} {getattr(exc, 'data', '') or ''}"]
+            marker, why = KNOWN_DIFFERENCES.get(case.name, (None, ""))
+            explained = bool(diffs) and marker is not None and all(marker in d for d in diffs)
             agree += not diffs
-            print(f"{'AGREE ' if not diffs else 'DIFFER'} {case.name}")
+            documented += explained
+            print(f"{'AGREE ' if not diffs else 'KNOWN ' if explained else 'DIFFER'} {case.name}"
+                  + (f"  ({why})" if explained else ""))
             for d in diffs:
                 print(f"    - {d}")
-    print(f"\n{agree} of {len(chosen)} cases agree with the bundled CLI")
-    return 0 if agree == len(chosen) else 1
+    print(f"\n{agree} of {len(chosen)} cases agree with the bundled CLI; {documented} differ only as documented "
+          f"(docs/FIDELITY.md), {len(chosen) - agree - documented} differ otherwise")
+    # Documented differences are the known price of a choice, not a failure of this run.
+    return 0 if agree + documented == len(chosen) else 1
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import yaml
 
+from sidecar.permissions import USER_REJECTED
 from tests.conformance.cases import Case
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,6 +64,9 @@ def prepare(case: Case, root: Path) -> tuple[Path, Path]:
     (hooks / "behaviours.json").write_text(json.dumps(case.behaviours))
     command = f"{sys.executable} {hooks / 'probe.py'}"
     (project / ".claude" / "settings.json").write_text(json.dumps(case.settings(command), indent=2))
+    for relative, text in case.files.items():
+        (project / relative).parent.mkdir(parents=True, exist_ok=True)
+        (project / relative).write_text(text)
     scenario = root / f"{case.name}.yaml"
     scenario.write_text(yaml.safe_dump(case.scenario()))
     return project, scenario
@@ -98,7 +102,8 @@ async def run_cli(case: Case, root: Path) -> Observation:
 
     async def refuse(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
         # The user of both runs answers every permission prompt "reject once", as the sidecar's harness does.
-        return PermissionResultDeny(message="The user doesn't want to proceed with this tool use.")
+        # Claude Code's own words for a rejection in its dialog, as the sidecar gives them (sidecar/permissions.py).
+        return PermissionResultDeny(message=USER_REJECTED)
 
     project, scenario = prepare(case, root)
     home = root / "home"

@@ -204,7 +204,8 @@ class _NoHooks:
 
 
 class _Approve:
-    async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None) -> Any:
+    async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None,
+                  *, suggestions: list[Any] | None = None) -> Any:
         from sidecar.agent import PermissionAnswer
 
         return PermissionAnswer(allow=True)

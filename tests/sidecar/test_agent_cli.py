@@ -49,7 +49,8 @@ class ScriptedAsker:
     answer: PermissionAnswer = field(default_factory=lambda: PermissionAnswer(allow=True))
     asked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
-    async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None) -> PermissionAnswer:
+    async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None,
+                  *, suggestions: list[Any] | None = None) -> PermissionAnswer:
         self.asked.append((tool_name, tool_input))
         return self.answer
 

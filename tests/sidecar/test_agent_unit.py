@@ -48,7 +48,8 @@ class Asker:
     def __init__(self, answer: PermissionAnswer) -> None:
         self.answer = answer
 
-    async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None) -> PermissionAnswer:
+    async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None,
+                  *, suggestions: list[Any] | None = None) -> PermissionAnswer:
         return self.answer
 
 
