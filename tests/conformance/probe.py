@@ -4,8 +4,9 @@ Invoked as `python3 <project>/.claude/hooks/probe.py <tag>`. It appends one JSON
 line to `probe.log.jsonl` beside itself: the tag, the parsed stdin, the
 environment variables Claude Code documents for hooks, and the working
 directory. Then it looks its tag up in `behaviours.json` beside itself and
-sleeps, prints stdout/stderr, appends `export` lines to `$CLAUDE_ENV_FILE`,
-and exits as told. Standard library only: it runs under both the CLI and the
+sleeps, prints stdout/stderr (or, with `echo_argv`, its own arguments as
+additional context), appends `export` lines to `$CLAUDE_ENV_FILE`, and exits
+as told. Standard library only: it runs under both the CLI and the
 sidecar.
 """
 
@@ -40,6 +41,11 @@ def main() -> int:
     if how.get("env_file") and os.environ.get("CLAUDE_ENV_FILE"):
         with open(os.environ["CLAUDE_ENV_FILE"], "a", encoding="utf-8") as fh:
             fh.write(how["env_file"])
+    if how.get("echo_argv") and isinstance(stdin, dict):
+        # What the hook was started with, word by word: exec-form `args` arrive untouched by any shell.
+        words = " | ".join(sys.argv[2:])
+        how = {**how, "stdout": {"hookSpecificOutput": {"hookEventName": stdin.get("hook_event_name"),
+                                                        "additionalContext": f"argv: {words}"}}}
     if "stdout" in how:
         out = how["stdout"]
         sys.stdout.write(out if isinstance(out, str) else json.dumps(out))
