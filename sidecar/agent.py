@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 # resume, and SessionEnd but for `/clear`, are the sidecar's to fire (the CLI never calls those back).
 SDK_HOOK_EVENTS: tuple[str, ...] = ALL_EVENTS
 
+# Events whose block means the prompt (a message, a slash command, `/compact`) does nothing: the turn's stop reason
+# says "blocked" so the frontend knows a hook stopped it.
+PROMPT_GATES = frozenset({"UserPromptSubmit", "UserPromptExpansion", "PreCompact"})
+
 # Given to the CLI on every start, whatever setting_sources says: a settings file must never
 # run hooks of its own, the sidecar's runner owns hook execution (docs/SDK_NOTES.md).
 NO_SETTINGS_HOOKS = '{"disableAllHooks": true}'
@@ -577,8 +581,8 @@ class AgentSession:
             except Exception:  # noqa: BLE001 - fail open, as the hook engine does for a crashing hook
                 log.exception("hook bridge failed on %s", event)
                 output = {}
-            if event in ("UserPromptSubmit", "UserPromptExpansion") and (
-                    is_deny(output) or output.get("continue") is False):
+            if event in PROMPT_GATES and (is_deny(output) or output.get("continue") is False) and (
+                    event != "PreCompact" or payload.get("trigger") == "manual"):
                 self._prompt_blocked = True
             if event == "PreToolUse" and is_deny(output):
                 self._denied.add(str(payload.get("tool_use_id") or tool_use_id))

@@ -27,6 +27,7 @@ class Case:
     prompt: str = "please do the task"
     timeouts: dict[str, float] = field(default_factory=dict)  # per tag, seconds
     files: dict[str, str] = field(default_factory=dict)  # project-relative path -> text (CLAUDE.md, commands)
+    then: tuple[str, ...] = ()  # further prompts in the same session (e.g. "/compact")
     allowed_tools: tuple[str, ...] = ("Bash", "Write", "Read", "Edit")
     note: str = ""
     # per tag: keys of the hook entry beside type/command (`args` makes it exec form); see _entry for placeholders
@@ -186,6 +187,12 @@ CASES: list[Case] = [
     Case("event_user_prompt_expansion_exit2", {"UserPromptExpansion": [(None, ["expand"])]},
          {"expand": {"exit": 2, "stderr": "no greetings today"}},
          turns=[FINAL], prompt="/greet world", files={".claude/commands/greet.md": "Say hello to $ARGUMENTS.\n"}),
+    Case("event_session_start_after_compact", {"SessionStart": [("compact", ["start"]), ("startup", ["first"])],
+                                               "PreCompact": [(None, ["pre"])], "PostCompact": [(None, ["post"])]},
+         {"start": {"stdout": _hso("SessionStart", additionalContext="context after compaction")}},
+         turns=[FINAL, "Second answer."], then=("/compact", "and now?")),
+    Case("event_precompact_exit2_blocks", {"PreCompact": [(None, ["pre"])]},
+         {"pre": {"exit": 2, "stderr": "keep the history"}}, turns=[FINAL], then=("/compact",)),
     Case("event_wrong_hook_event_name", {"PreToolUse": [("Bash", ["pre"])]},
          {"pre": {"stdout": _hso("PostToolUse", additionalContext="meant for another event")}}),
     Case("event_permission_request_exit2", {"PermissionRequest": [("Bash", ["perm"])]},
@@ -257,6 +264,10 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
     "ups_decision_block": ("stop_reason: CLI None vs ours 'blocked'", "Orion tells the frontend a hook blocked the prompt"),
     "event_user_prompt_expansion_exit2": ("stop_reason: CLI None vs ours 'blocked'",
                                           "Orion tells the frontend a hook blocked the prompt"),
+    "event_session_start_after_compact": ("[callback] completed successfully",
+                                          "the CLI names an SDK callback \"callback\" in /compact's report"),
+    "event_precompact_exit2_blocks": ("stop_reason: CLI None vs ours 'blocked'",
+                                      "Orion tells the frontend a hook blocked the prompt"),
     "event_permission_request_allow": ("The user doesn't want to proceed",
                                        "the hook's allow answers the permission dialog (Claude Code's documented "
                                        "behaviour); through the SDK the CLI asks the host's permission callback at the "

@@ -120,11 +120,12 @@ async def run_cli(case: Case, root: Path) -> Observation:
     try:
         with anyio.fail_after(RUN_TIMEOUT_S):
             async with ClaudeSDKClient(options) as client:
-                await client.query(case.prompt)
-                async for message in client.receive_response():
-                    if isinstance(message, ResultMessage):
-                        result = {"stop_reason": message.stop_reason, "subtype": message.subtype,
-                                  "is_error": message.is_error, "result": message.result}
+                for prompt in (case.prompt, *case.then):
+                    await client.query(prompt)
+                    async for message in client.receive_response():
+                        if isinstance(message, ResultMessage):
+                            result = {"stop_reason": message.stop_reason, "subtype": message.subtype,
+                                      "is_error": message.is_error, "result": message.result}
     finally:
         server.close()
     return _observe(project, root / "requests.jsonl", result)
@@ -175,12 +176,13 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
                 # the reference CLI runs unsandboxed: compare hooks, not the sandbox's own prompt text
                 "sandbox": "off"})
             sid = created["sessionId"]
-            try:
-                answer = await client.request("session/prompt", {"sessionId": sid, "prompt": case.prompt},
-                                              timeout=RUN_TIMEOUT_S)
-                result = {"stop_reason": answer.get("stopReason"), "result": answer.get("resultText")}
-            except RpcError as exc:
-                result = {"stop_reason": None, "error": exc.message}
+            for prompt in (case.prompt, *case.then):
+                try:
+                    answer = await client.request("session/prompt", {"sessionId": sid, "prompt": prompt},
+                                                  timeout=RUN_TIMEOUT_S)
+                    result = {"stop_reason": answer.get("stopReason"), "result": answer.get("resultText")}
+                except RpcError as exc:
+                    result = {"stop_reason": None, "error": exc.message}
             await client.request("session/end", {"sessionId": sid})
     return _observe(project, log_dir / f"{scenario.stem}.jsonl", result)
 
@@ -210,6 +212,7 @@ def _observe(project: Path, request_log: Path, result: dict[str, Any]) -> Observ
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TOOLU = re.compile(r"toolu_[A-Za-z0-9_]+")
+_TRANSCRIPTS = re.compile(r"<ROOT>/[^\"\\ ]*?/\.claude/projects/[^/\"\\ ]+/")
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b")
 # Claude Code's system prompt names the day: goldens recorded yesterday must still compare today.
 TODAY = re.compile(r"Today's date is \d{4}-\d{2}-\d{2}\.")
@@ -234,6 +237,8 @@ def normalise(obs: dict[str, Any], root: Path) -> dict[str, Any]:
     ids: dict[str, str] = {}
     text = _TOOLU.sub(lambda m: ids.setdefault(m.group(0), f"toolu_{len(ids)}"), text)
     text = _UUID.sub("<UUID>", text)
+    # The CLI's transcripts live under its config dir: the test's home for the bare CLI, Orion's per-session one.
+    text = _TRANSCRIPTS.sub("<TRANSCRIPTS>/", text)
     text = machine_neutral(text)
     data = json.loads(text)
     for call in data["hook_calls"]:
