@@ -71,7 +71,8 @@ def decision_of(result: HookResult, event: str) -> tuple[str | None, str | None]
         return None, None
     if result.outcome == "blocked" and result.output is None:
         # exit 2 (or an evaluator's {"ok": false}): stderr is the reason, after the command as Claude Code writes it
-        reason = result.stderr.strip() or result.text or f"blocked by hook {result.hook_name!r}"
+        # The stderr as written, its trailing newline included: Claude Code keeps it in what the model reads.
+        reason = (result.stderr if result.stderr.strip() else "") or result.text or f"blocked by hook {result.hook_name!r}"
         return deny_word, (f"[{result.label}]: {reason}" if result.label else reason)
     out = result.output
     if out is None:

@@ -158,6 +158,16 @@ class RunnerBridge:
         return {**output, "hookSpecificOutput": specific}
 
 
+def _asks_interrupt(agg: Any) -> bool:
+    """A PermissionRequest deny with `decision.interrupt: true` also stops the turn, as in Claude Code."""
+    for result in agg.results:
+        specific = result.output.hookSpecificOutput if result.output is not None else None
+        decision = (specific.model_extra or {}).get("decision") if specific is not None else None
+        if isinstance(decision, dict) and decision.get("behavior") == "deny" and decision.get("interrupt") is True:
+            return True
+    return False
+
+
 class HookedAsker:
     """The CLI's permission ask (`can_use_tool`) as Claude Code handles a permission dialog: the PermissionRequest
     hooks answer first, and only when none decides is the user asked (through the broker).
@@ -189,7 +199,8 @@ class HookedAsker:
             if agg.decision == "allow":
                 return PermissionAnswer(True, updated_input=agg.updated_input)
             if agg.decision == "deny":
-                return PermissionAnswer(False, message=agg.reason or "Denied by a PermissionRequest hook.")
+                return PermissionAnswer(False, message=agg.reason or "Denied by a PermissionRequest hook.",
+                                        interrupt=_asks_interrupt(agg))
         trace = session.state.get(TRACE_KEY)  # hooks/tracing.py: the round trip is a span of its own
         if trace is None:
             return await self.broker.ask(tool_name, tool_input, tool_use_id, reason, from_hook=from_hook)

@@ -193,6 +193,8 @@ CASES: list[Case] = [
          turns=[FINAL, "Second answer."], then=("/compact", "and now?")),
     Case("event_precompact_exit2_blocks", {"PreCompact": [(None, ["pre"])]},
          {"pre": {"exit": 2, "stderr": "keep the history"}}, turns=[FINAL], then=("/compact",)),
+    Case("pre_exit2_stderr_newline_kept", {"PreToolUse": [("Bash", ["pre"])]},
+         {"pre": {"exit": 2, "stderr": "first line\nsecond line\n"}}),
     Case("event_wrong_hook_event_name", {"PreToolUse": [("Bash", ["pre"])]},
          {"pre": {"stdout": _hso("PostToolUse", additionalContext="meant for another event")}}),
     Case("event_permission_request_exit2", {"PermissionRequest": [("Bash", ["perm"])]},
