@@ -425,8 +425,12 @@ class SessionManager:
         async def emit(event: str, payload: dict[str, Any]) -> None:
             await notify(event, {**payload, "sessionId": sid})
 
+        from hooks.executors.command import SETTINGS_ENV
+        from hooks.settings_env import settings_env
+
+        hook_env = await anyio.to_thread.run_sync(settings_env, settings["sources"], project)
         context = SessionContext(session_id=sid, project_dir=project, vault_dir=vault, data_dir=data_dir, emit=emit,
-                                 cli_config_dir=config_dir)
+                                 cli_config_dir=config_dir, state={SETTINGS_ENV: hook_env})
         runner = HookRunner(
             hookset,
             IpcHookObserver(notify, notices=True),

@@ -14,6 +14,7 @@ from typing import Any
 
 BASH = {"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran > ran.txt", "description": "mark"}}}
 BASH_ECHO = {"tool_use": {"name": "Bash", "input": {"command": "echo hello-from-bash", "description": "echo"}}}
+SLOW_BASH = {"tool_use": {"name": "Bash", "input": {"command": "sleep 1 && echo tool-ran > ran.txt", "description": "slow"}}}
 FINAL = "All done."
 
 
@@ -28,6 +29,7 @@ class Case:
     timeouts: dict[str, float] = field(default_factory=dict)  # per tag, seconds
     files: dict[str, str] = field(default_factory=dict)  # project-relative path -> text (CLAUDE.md, commands)
     then: tuple[str, ...] = ()  # further prompts in the same session (e.g. "/compact")
+    extra_settings: dict[str, Any] = field(default_factory=dict)  # other keys of the project's settings (env, ...)
     allowed_tools: tuple[str, ...] = ("Bash", "Write", "Read", "Edit")
     note: str = ""
     # per tag: keys of the hook entry beside type/command (`args` makes it exec form); see _entry for placeholders
@@ -47,7 +49,7 @@ class Case:
                 if matcher is not None:
                     group["matcher"] = matcher
                 hooks.setdefault(event, []).append(group)
-        return {"hooks": hooks}
+        return {**self.extra_settings, "hooks": hooks}
 
     def scenario(self) -> dict[str, Any]:
         return {"name": self.name, "turns": list(self.turns), "default": FINAL, "side_reply": "Scripted title"}
@@ -195,6 +197,8 @@ CASES: list[Case] = [
          {"pre": {"exit": 2, "stderr": "keep the history"}}, turns=[FINAL], then=("/compact",)),
     Case("pre_exit2_stderr_newline_kept", {"PreToolUse": [("Bash", ["pre"])]},
          {"pre": {"exit": 2, "stderr": "first line\nsecond line\n"}}),
+    Case("settings_env_reaches_hooks", {"PreToolUse": [("Bash", ["pre"])]},
+         extra_settings={"env": {"CONFORMANCE_SETTINGS_VAR": "from-project-settings"}}),
     Case("event_wrong_hook_event_name", {"PreToolUse": [("Bash", ["pre"])]},
          {"pre": {"stdout": _hso("PostToolUse", additionalContext="meant for another event")}}),
     Case("event_permission_request_exit2", {"PermissionRequest": [("Bash", ["perm"])]},
@@ -231,14 +235,15 @@ CASES: list[Case] = [
                                                          "description": "git"}}}], FINAL]),
     Case("command_once_in_settings", {"PreToolUse": [("Bash", ["once"])]}, entries={"once": {"once": True}},
          turns=[[BASH], [BASH_ECHO], FINAL]),
-    Case("command_async_context", {"PostToolUse": [("Bash", ["bg"])]},
-         {"bg": {"stdout": _hso("PostToolUse", additionalContext="from the background")}},
-         entries={"bg": {"async": True}}, turns=[[BASH], [BASH_ECHO], FINAL]),
+    # async hooks start beside a tool call that takes a second, so the CLI does not end the session before they run
+    Case("command_async_context", {"PreToolUse": [("Bash", ["bg"])]},
+         {"bg": {"stdout": _hso("PreToolUse", additionalContext="from the background")}},
+         entries={"bg": {"async": True}}, turns=[[SLOW_BASH], FINAL]),
     Case("command_async_exit2", {"PreToolUse": [("Bash", ["bg"])]}, {"bg": {"exit": 2, "stderr": "too late to block"}},
-         entries={"bg": {"async": True}}),
-    Case("command_async_rewake", {"PostToolUse": [("Bash", ["rewake"])]},
+         entries={"bg": {"async": True}}, turns=[[SLOW_BASH], FINAL]),
+    Case("command_async_rewake", {"PreToolUse": [("Bash", ["rewake"])]},
          {"rewake": {"exit": 2, "stderr": "the tests fail after that change"}},
-         entries={"rewake": {"asyncRewake": True}}, turns=[[BASH], [BASH_ECHO], FINAL, "Woken up."]),
+         entries={"rewake": {"asyncRewake": True}}, turns=[[SLOW_BASH], FINAL, "Woken up."]),
     Case("command_status_message", {"PreToolUse": [("Bash", ["status"])]},
          {"status": {"stdout": _hso("PreToolUse", additionalContext="checked")}},
          entries={"status": {"statusMessage": "Checking the command\u2026"}}),

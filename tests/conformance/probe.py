@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ENV_KEYS = ("CLAUDECODE", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID", "CLAUDE_ENV_FILE", "CLAUDE_EFFORT",
-            "CLAUDE_CODE_ENTRYPOINT")
+            "CLAUDE_CODE_ENTRYPOINT", "CONFORMANCE_SETTINGS_VAR", "CONFORMANCE_SECRET_TOKEN")
 
 
 def main() -> int:
