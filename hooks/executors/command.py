@@ -31,6 +31,8 @@ def hook_env(call: HookCall) -> dict[str, str]:
     payload = call.payload
     session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else session.session_id
     env = {
+        # What the CLI's settings files put in its environment, as Claude Code's hooks inherit it (hooks/settings_env.py).
+        **session.state.get(SETTINGS_ENV, {}),
         "CLAUDECODE": "1",
         "CLAUDE_PROJECT_DIR": str(session.project_dir),
         "CLAUDE_CODE_SESSION_ID": session_id,
@@ -46,6 +48,8 @@ def hook_env(call: HookCall) -> dict[str, str]:
     return env
 
 
+# session.state key: the settings files' env for hook processes (set by the sidecar at session start).
+SETTINGS_ENV = "_settings_env"
 # Events whose hooks may export variables for the agent's later Bash commands through CLAUDE_ENV_FILE.
 ENV_FILE_EVENTS = frozenset({"SessionStart", "CwdChanged", "FileChanged"})
 
