@@ -279,4 +279,12 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
                                        "the hook's allow answers the permission dialog (Claude Code's documented "
                                        "behaviour); through the SDK the CLI asks the host's permission callback at the "
                                        "same time, and the reference's callback refused first"),
+    "command_async_context": ('"from the background"',
+                              "an async hook's answer that comes back before the next model request: the CLI puts it "
+                              "in that request; the sidecar runs the hook beside the CLI and has no way to add a "
+                              "message of its own to the CLI's request (docs/FIDELITY.md)"),
+    "command_async_rewake": ("[SYSTEM NOTIFICATION - NOT USER INPUT]",
+                             "an asyncRewake hook's exit 2: the CLI wakes the model with a notification; the sidecar "
+                             "reports the block to the user but cannot add it to the CLI's conversation "
+                             "(docs/FIDELITY.md)"),
 }
