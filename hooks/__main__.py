@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hooks.config import parse_settings
-from hooks.hookset import HookSet, load_hookset
+from hooks.hookset import HookSet, exact_runs, load_hookset, printable
 from hooks.paths import data_dir
 from hooks.registry import default_registry
 from hooks.runner import HookRunner
@@ -51,6 +51,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def _runs_text(runs: dict[str, Any]) -> str:
+    if "argv" in runs:
+        return "exec: " + " ".join(runs["argv"])  # the table's short form; the exact one is listed below it
     what = runs.get("command") or runs.get("module") or runs.get("url") or runs.get("function") or runs.get("prompt") or ""
     return " ".join(str(what).split())
 
@@ -68,11 +70,17 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("\nsettings files read, in order:")
     for kind, path in hookset.paths.ordered():
         print(f"  {kind:<12} {path}{'' if path.exists() else '  (absent)'}")
+    exact = [(spec.name, text) for spec in hookset.entries if spec.type == "command"
+             and (text := exact_runs(spec.runs())) is not None]
+    if exact:
+        print("\nwhat each command hook runs, exactly:")
+        for name, text in exact:
+            print(f"  {name}: {text}")
     pinned = [(spec.name, path, digest) for spec in hookset.entries for path, digest in spec.pinned]
     if pinned:
         print("\nfiles the hooks run (sha256 as reviewed):")
         for name, path, digest in pinned:
-            print(f"  {name}: {path}  {digest}")
+            print(f"  {name}: {printable(str(path))[0]}  {digest}")
     for warning in hookset.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     trust = hookset.trust_listing()

@@ -14,6 +14,7 @@ A bad entry drops only that entry; everything found wrong is reported as
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,11 +35,19 @@ class _EntryBase(BaseModel):
     async_: bool = Field(default=False, alias="async")
     failClosed: bool = False
     enabled: bool = True
+    # Claude Code's: run only for tool calls this permission rule matches ("Bash(git *)"; hooks/conditions.py).
+    if_: str | None = Field(default=None, alias="if")
+    statusMessage: str | None = None  # shown to the user while the hook runs; the model never sees it
+    once: bool = False  # a skill's hook: dropped after its first success (no effect in settings files, as in the CLI)
 
 
 class CommandHookConfig(_EntryBase):
     type: Literal["command"]
     command: str = Field(min_length=1)
+    # Exec form: `command` is one program, started with these arguments and no shell (hooks/executors/command.py).
+    args: list[str] | None = None
+    shell: Literal["bash", "powershell"] | None = None  # "bash" is /bin/sh -c on POSIX, as in Claude Code
+    asyncRewake: bool = False  # async, and an exit 2 wakes the model (implies async)
 
 
 class PythonHookConfig(_EntryBase):
@@ -230,11 +239,53 @@ def _parse_entry(event: str, matcher: str | None, item: Any, path: str, file: Pa
     if item["type"] not in CONFIG_TYPES:
         return RawEntry(event, matcher, path, None, type_hint="command",
                         error=f"unknown type {item['type']!r} (one of {', '.join(CONFIG_TYPES)})")
+    if item["type"] == "command" and (problem := command_entry_problem(item)) is not None:
+        return RawEntry(event, matcher, path, None, error=problem, type_hint="command")
     try:
         config = _HOOK_CONFIG.validate_python(item)
     except ValidationError as exc:
         return RawEntry(event, matcher, path, None, error=_fmt_validation(exc), type_hint=type_hint)
     return RawEntry(event, matcher, path, config, type_hint=type_hint)
+
+
+_EXEC_EXAMPLE = '{"type": "command", "command": "node", "args": ["hook.js"]}'
+
+
+def command_entry_problem(item: dict[str, Any]) -> str | None:
+    """What is wrong with a command entry's `command`, `args`, `shell` or `if`, worded to say the fix; None if nothing.
+
+    Checked before the model so the author reads which form was meant, not a pydantic type name.
+    """
+    command, args, shell, cond = item.get("command"), item.get("args"), item.get("shell"), item.get("if")
+    if not isinstance(command, str) or not command:
+        got = "it is missing" if command is None else f"got {_kind(command)}"
+        return (f'"command" is required ({got}): in the exec form (no shell) it is the program and "args" its '
+                f'arguments, {_EXEC_EXAMPLE}; in the shell form it is the whole command line, '
+                '{"type": "command", "command": "node hook.js"}')
+    if "args" in item:
+        if not isinstance(args, list):
+            fix = f": write [{json.dumps(args)}]" if isinstance(args, str) else ""
+            return f'args: expected a list of strings, one per argument (exec form, {_EXEC_EXAMPLE}), got {_kind(args)}{fix}'
+        for i, arg in enumerate(args):
+            if not isinstance(arg, str):
+                fix = f": quote it, {json.dumps(json.dumps(arg))}" if isinstance(arg, (int, float, bool)) else ""
+                return f"args[{i}]: expected a string, got {_kind(arg)}{fix}"
+    if "shell" in item and shell not in ("bash", "powershell"):
+        return (f'shell: expected "bash" or "powershell", got {json.dumps(shell) if isinstance(shell, str) else _kind(shell)} '
+                '("bash" runs the command with /bin/sh -c on Linux and macOS, as Claude Code does)')
+    if "if" in item and cond is not None and not isinstance(cond, str):
+        return f'if: expected a permission rule such as "Bash(git *)", got {_kind(cond)}'
+    return None
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's kind, with a short sample, for error messages."""
+    name = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object",
+            type(None): "null"}.get(type(value), type(value).__name__)
+    if value is None or isinstance(value, (list, dict)):
+        return name
+    sample = json.dumps(value)
+    return f"{name} ({sample if len(sample) <= 40 else sample[:39] + '…'})"
 
 
 def _parse_legacy(event: str, item: dict[str, Any], path: str, file: Path, hooks_dir: Path | None) -> RawEntry:
@@ -282,5 +333,6 @@ def first_word(command: str) -> str | None:
     return words[0] if words else None
 
 
-# `async` is a Python keyword, so the field is `async_`; `getattr(config, "async")` reads it too.
+# `async` and `if` are Python keywords, so the fields are `async_` and `if_`; `getattr(config, "async")` reads them too.
 setattr(_EntryBase, "async", property(lambda self: self.async_))
+setattr(_EntryBase, "if", property(lambda self: self.if_))

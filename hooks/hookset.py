@@ -18,15 +18,18 @@ import logging
 import os
 import shlex
 import shutil
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hooks.scoped import read_scoped
+from hooks.conditions import TOOL_CONDITION_EVENTS, Condition, ConditionError, parse_condition
 from hooks.config import RawEntry, first_word, split_command
 from hooks.matchers import Matcher, MatcherError, compile_matcher, exact_names, matcher_problem, matches_all
 from hooks.registry import HookRegistry, ProgrammaticHook, default_registry
-from hooks.manifest import INTERPRETER, SCRIPT_SUFFIXES, Manifest, build_manifest, command_files, expand_project_dir, pins
+from hooks.manifest import (INTERPRETER, SCRIPT_SUFFIXES, Manifest, argv_files, build_manifest, command_files,
+                            expand_exec_word, expand_project_dir, pins)
 from hooks.sources import USER_CONFIGURABLE_BUILTINS, SourcePaths, read_overrides, read_settings, user_builtin_options
 from hooks.trust import TrustStatus, TrustStore
 from hooks.interpret import FEEDBACK_EVENTS
@@ -53,6 +56,8 @@ PROJECT_SOURCES = frozenset({"project", "local"})
 # They run without the project's trust (the user wrote them), unless they run a file inside the project; only
 # Orion's user settings switch them (`claudeUserHooks`, `disabledHooks`, `disableAllHooks`) besides their own file.
 CLAUDE_USER = "claude-user"
+# Session state key: the ids of `once` hooks that have succeeded in the session.
+ONCE_DONE = "_hooks_once_done"
 
 
 @dataclass(slots=True)
@@ -89,10 +94,39 @@ class HookSpec:
     # A hook of the user's own (claude-user) that runs a file inside the project: that file is the project's code,
     # so it waits for the project's trust, joins the trust manifest and is checked before each run like a project's.
     runs_project_code: bool = False
+    # Exec form (a command entry with `args`): the program and its arguments as started, placeholders expanded,
+    # no shell in between. None: shell form, `command` runs through `shell`.
+    argv: tuple[str, ...] | None = None
+    shell: str | None = None  # the entry's `shell` ("bash", "powershell"; None: the default, bash)
+    condition: Condition | None = None  # `if`: runs only for tool calls the rule matches (hooks/conditions.py)
+    once: bool = False  # a skill's hook: not run again in the session after its first success
+    rewake: bool = False  # asyncRewake: in the background, and its exit 2 is reported as a block after the turn
+    status_message: str | None = None
 
     @property
     def active(self) -> bool:
         return self.state == "active"
+
+    def skips(self, event: str, payload: dict[str, Any], state: Any, cwd: str) -> bool:
+        """Whether the entry's own fields keep it from this call: its `if` does not hold, or it is a `once` hook that
+        already succeeded in this session."""
+        if self.condition is not None and not self.condition.holds(event, payload, cwd):
+            return True
+        return self.once and self.id in state.get(ONCE_DONE, ())
+
+    def finished(self, outcome: str, state: Any) -> None:
+        """After a run: a `once` hook that succeeded does not run again (Claude Code removes it on success only)."""
+        if self.once and outcome == "success":
+            state.setdefault(ONCE_DONE, set()).add(self.id)
+
+    @property
+    def label(self) -> str | None:
+        """A command hook as Claude Code names it to the model (`[<label>]: <stderr>`): the command, then the
+        arguments as written, joined by spaces."""
+        if self.type != "command" or self.command is None:
+            return None
+        args = self.config.args if self.config is not None and getattr(self.config, "args", None) is not None else None
+        return " ".join([self.command, *args]) if args is not None else self.command
 
     def to_listing(self) -> dict[str, Any]:
         return {
@@ -108,6 +142,10 @@ class HookSpec:
             "timeout": self.timeout_s,
             "failClosed": self.fail_closed,
             "async": self.run_async,
+            **({"if": self.condition.text} if self.condition is not None else {}),
+            **({"statusMessage": self.status_message} if self.status_message else {}),
+            **({"once": True} if self.once else {}),
+            **({"asyncRewake": True} if self.rewake else {}),
             "runs": self.runs(),
             **({"scope": {self.scope: self.scope_value}} if self.scope != "global" and self.scope_value else {}),
         }
@@ -116,10 +154,21 @@ class HookSpec:
         """Exactly what this hook executes or contacts, and a digest of each file it runs: what the user reviews."""
         config = self.config
         out: dict[str, Any] = {}
-        if self.type == "command" and self.command is not None:
-            out["command"] = self.command
+        if self.type == "command" and self.argv is not None:
+            # Exec form: exactly what is started, word by word; no shell reads any of it.
+            out["argv"] = list(self.argv)
+            out["shell"] = None
             if self.cwd is not None:
                 out["cwd"] = str(self.cwd)
+            if any(printable(word)[1] for word in self.argv):
+                out["unprintable"] = True
+        elif self.type == "command" and self.command is not None:
+            out["command"] = self.command
+            out["shell"] = "powershell" if self.shell == "powershell" else "sh -c"
+            if self.cwd is not None:
+                out["cwd"] = str(self.cwd)
+            if printable(self.command)[1]:
+                out["unprintable"] = True
         elif self.type == "python" and self.script is not None:
             out["module"] = str(self.script)
         elif self.type == "http" and config is not None:
@@ -365,7 +414,7 @@ class _Builder:
             source_file=file,
             timeout_s=(config.timeout if config and config.timeout else DEFAULT_TIMEOUT_S.get(htype, 30.0)),
             fail_closed=bool(config and config.failClosed),
-            run_async=bool(config and config.async_),
+            run_async=bool(config and (config.async_ or getattr(config, "asyncRewake", False))),
             config=config,
             json_path=raw.json_path,
             cwd=raw.cwd,
@@ -375,6 +424,8 @@ class _Builder:
         )
         spec.log = logging.getLogger(f"hooks.hook.{spec.name}")
         where = f"{file}: {raw.json_path}"
+        if config is not None:
+            self._entry_fields(spec, config, where)
         if raw.error:
             spec.state, spec.reason = "invalid", raw.error
         elif not self._compile(spec, where):
@@ -397,6 +448,31 @@ class _Builder:
         if spec.fail_closed and spec.state != "invalid":
             self._check_fail_closed(spec, where)
         self.specs.append(spec)
+
+    def _entry_fields(self, spec: HookSpec, config: Any, where: str) -> None:
+        """`if`, `once`, `statusMessage`, `asyncRewake`: what they do here, and a warning where Claude Code would
+        quietly not do what the author wrote."""
+        spec.status_message = config.statusMessage or None
+        spec.rewake = bool(getattr(config, "asyncRewake", False))
+        if config.if_:
+            try:
+                spec.condition = parse_condition(config.if_)
+            except ConditionError as exc:
+                # The CLI reads a malformed rule as a tool name no call has: the hook never runs. Said, and kept so.
+                spec.condition = Condition(config.if_, config.if_)
+                self.warnings.append(f"{where}: if: {exc}; the hook never runs")
+            if spec.event not in TOOL_CONDITION_EVENTS:
+                msg = (f"if: hook {spec.name!r} never runs: a condition is tested only on tool events "
+                       f"({', '.join(sorted(TOOL_CONDITION_EVENTS))}), and Claude Code skips a hook with one on "
+                       f"{spec.event}; remove \"if\" or move the hook")
+                self.warnings.append(f"{where}: {msg}")
+                spec.reason = msg
+        if config.once:
+            if spec.scope == "skill":
+                spec.once = True
+            else:
+                self.warnings.append(f"{where}: once: has effect only on a skill's hooks; Claude Code runs hook "
+                                     f"{spec.name!r} every time, and so does Orion")
 
     def _check_fail_closed(self, spec: HookSpec, where: str) -> None:
         # A promise the engine cannot keep is worse than none: the author believes a gate exists.
@@ -529,7 +605,8 @@ class _Builder:
                 if _covers(earlier.matcher, later.matcher):
                     self.warnings.append(
                         f"{_where(later)}: hook {later.name!r} never runs: {_where(earlier)} runs the same command "
-                        f"(same failClosed and timeout) for every tool its matcher {later.matcher!r} selects, and "
+                        f"(same args, shell, if, failClosed and timeout) for every tool its matcher {later.matcher!r} "
+                        "selects, and "
                         "identical hooks run once; remove one, or give it its own command")
                     break
 
@@ -547,10 +624,19 @@ class _Builder:
     def _prepare_executable(self, spec: HookSpec, config: Any, where: str) -> None:
         if spec.type == "command":
             spec.command = config.command
+            spec.shell = config.shell
+            # Identity as Claude Code has it (shell, command, args, if), plus what Orion adds to it.
             key = ("command", spec.event, spec.matcher or "", config.command, str(spec.cwd or ""), spec.fail_closed,
-                   spec.timeout_s, spec.scope, spec.scope_value or "")
-            self._check_command(spec, config.command, where)
-            spec.pinned = pins(command_files(config.command, spec.cwd or self.paths.project_dir, self.paths.project_dir))
+                   spec.timeout_s, spec.scope, spec.scope_value or "", config.shell or "bash",
+                   json.dumps(config.args), config.if_ or "")
+            cwd = spec.cwd or self.paths.project_dir
+            if config.args is not None:
+                spec.argv = tuple(expand_exec_word(w, self.paths.project_dir) for w in (config.command, *config.args))
+                self._check_exec(spec, config, where)
+                spec.pinned = pins(argv_files(spec.argv, cwd))
+            else:
+                self._check_command(spec, config.command, where)
+                spec.pinned = pins(command_files(config.command, cwd, self.paths.project_dir))
         elif spec.type == "python":
             spec.script = self._resolve_script(spec, config.script)
             key = ("python", spec.event, spec.matcher or "", str(spec.script), "", spec.fail_closed, spec.timeout_s,
@@ -572,10 +658,50 @@ class _Builder:
         if first is not None:
             spec.state, spec.reason = "disabled", f"identical to {first.id}; identical command hooks run once"
             self.warnings.append(f"{where}: hook {spec.name!r} never runs: it is identical to {_where(first)} "
-                                 "(same command, matcher, failClosed and timeout; identical hooks run once); remove one")
+                                 "(same command, args, shell, if, matcher, failClosed and timeout; identical hooks "
+                                 "run once); remove one")
         else:
             self._dedupe[key] = spec
         spec.dedupe_key = key[:1] + key[3:]
+
+    def _check_exec(self, spec: HookSpec, config: Any, where: str) -> None:
+        """An exec-form entry: its program is started without a shell, so a second word in `command`, a
+        `${CLAUDE_PLUGIN_ROOT}` outside a plugin or a missing program or script can only fail; say so at load."""
+        assert spec.argv is not None
+        problems: list[str] = []
+        program = spec.argv[0]
+        if config.shell is not None:
+            self.warnings.append(f"{where}: shell: {config.shell!r} has no effect: with \"args\" the program is "
+                                 "started without a shell")
+        if any(c.isspace() for c in config.command) and "/" not in config.command:
+            problems.append(f"exec form starts \"command\" as one program, and no program is called "
+                            f"{config.command!r}: hook {spec.name!r} will fail every time it runs; put the program "
+                            "alone in \"command\" and the rest in \"args\"")
+        unexpanded = sorted({v for w in spec.argv for v in ("CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA")
+                             if "${" + v + "}" in w})
+        for var in unexpanded:
+            problems.append(f"${{{var}}} is set only for a plugin's hooks: hook {spec.name!r} will fail every time it "
+                            "runs")
+        if not problems and "/" in program:
+            path = Path(program) if os.path.isabs(program) else (spec.cwd or self.paths.project_dir) / program
+            if not path.exists():
+                problems.append(f"program {path} does not exist; hook {spec.name!r} will fail every time it runs")
+            elif path.is_dir() or not os.access(path, os.X_OK):
+                problems.append(f"program {path} is not an executable file")
+        elif not problems and shutil.which(program) is None:
+            problems.append(f"program {program!r} is not on PATH; hook {spec.name!r} will fail every time it runs "
+                            "(give its path)")
+        if not problems and INTERPRETER.fullmatch(os.path.basename(program)):
+            script = next((a for a in spec.argv[1:] if not a.startswith("-")), None)
+            flags = [a for a in spec.argv[1:] if a in ("-c", "-m", "-e", "--eval")]
+            if script is not None and not flags and script.endswith(SCRIPT_SUFFIXES):
+                path = Path(script) if os.path.isabs(script) else (spec.cwd or self.paths.project_dir) / script
+                if not path.exists():
+                    problems.append(f"script {path} does not exist (run by {program}); hook {spec.name!r} will fail "
+                                    "every time it runs")
+        for msg in problems:
+            self.warnings.append(f"{where}: {msg}")
+            spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
 
     def _resolve_script(self, spec: HookSpec, script: str) -> Path:
         script = expand_project_dir(script, self.paths.project_dir)
@@ -641,6 +767,44 @@ class _Builder:
 
 
 
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
+
+
+def printable(text: str) -> tuple[str, bool]:
+    """(text as a terminal can show it, whether anything had to be escaped): control, format (bidi overrides,
+    zero-width) and unassigned characters become escapes, so what is reviewed is what runs."""
+    out, escaped = [], False
+    for ch in text:
+        if ch in _ESCAPES and ch != "\\":
+            out.append(_ESCAPES[ch])
+            escaped = True
+        elif ch == "\\":
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+            escaped = True
+        else:
+            out.append(ch)
+    return "".join(out), escaped
+
+
+def exact_runs(runs: dict[str, Any]) -> str | None:
+    """What a command hook runs, as one line a person can read and trust: the exec form's argv as a JSON list (each
+    word and its bounds exact: the line parses back to the argv), the shell form's command line; escapes said so."""
+    if "argv" in runs:
+        words = [json.dumps(word, ensure_ascii=False) for word in runs["argv"]]
+        escaped = any(printable(word)[1] for word in runs["argv"])
+        text = "exec, no shell: [" + ", ".join(printable(w)[0] if escaped else w for w in words) + "]"
+    elif "command" in runs:
+        shown, escaped = printable(runs["command"])
+        text = f"{runs.get('shell') or 'sh -c'}: {shown}"
+    else:
+        return None
+    if escaped:
+        text += "  (shown escaped: it holds characters a terminal would not show as they are; see --json)"
+    return text
+
+
 def _where(spec: HookSpec) -> str:
     if spec.source_file is not None:
         return f"{spec.source_file}: {spec.json_path}" if spec.json_path else str(spec.source_file)
@@ -660,6 +824,18 @@ def _covers(earlier: str | None, later: str | None) -> bool:
     return wide is not None and narrow is not None and narrow <= wide
 
 
+def _exec_name(command: str, args: list[str]) -> str:
+    """`node ${CLAUDE_PLUGIN_ROOT}/bin/run-hook.mjs pretool/bash/guard` → `run-hook.mjs pretool/bash/guard`: the
+    script and what follows it, so fifty hooks that all start node keep fifty names."""
+    program = Path(command).name if "/" in command else command
+    words = [program, *args]
+    if INTERPRETER.fullmatch(program):
+        at = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+        if at is not None:
+            words = [Path(args[at]).name if "/" in args[at] else args[at], *args[at + 1:]]
+    return " ".join(words)[:60]
+
+
 def interpreter_script(command: str) -> str | None:
     """The script file an interpreter command runs (`python3 -S hooks/x.py arg` → `hooks/x.py`), if it names one."""
     argv = split_command(command)
@@ -677,9 +853,11 @@ def interpreter_script(command: str) -> str | None:
 def _derived_name(htype: str, config: Any, raw: RawEntry) -> str:
     if config is None:
         return f"invalid@{raw.json_path}"
+    if htype == "command" and config.args is not None:
+        return printable(_exec_name(config.command, config.args))[0]
     if htype == "command":
         word = first_word(config.command) or config.command
-        return Path(word).name if "/" in word or word.endswith((".sh", ".py")) else config.command[:60]
+        return printable(Path(word).name if "/" in word or word.endswith((".sh", ".py")) else config.command[:60])[0]
     if htype == "python":
         return Path(config.script).name
     if htype == "http":

@@ -160,7 +160,7 @@ def make_result(spec: Any, event: str, report: ExecutionReport, execution_id: st
         traceback=report.traceback,
         fail_closed=spec.fail_closed,
         background=spec.run_async,
-        label=spec.command if spec.type == "command" else None,
+        label=getattr(spec, "label", spec.command) if spec.type == "command" else None,  # exec form: with its args
     )
     if report.status != "ok":
         result.outcome = report.status

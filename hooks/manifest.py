@@ -119,6 +119,20 @@ def expand_project_dir(text: str, project_dir: Path) -> str:
     return text
 
 
+def expand_exec_word(word: str, project_dir: Path, plugin_root: str | None = None, plugin_data: str | None = None) -> str:
+    """One word of an exec-form hook as Claude Code passes it: only the braced placeholders `${CLAUDE_PROJECT_DIR}`
+    (and, for a plugin's hook, `${CLAUDE_PLUGIN_ROOT}` / `${CLAUDE_PLUGIN_DATA}`) are replaced, as plain text; `$VAR`,
+    `${HOME}`, `~`, quotes and globs reach the program untouched (no shell reads them)."""
+    if "${" not in word:
+        return word
+    word = word.replace("${CLAUDE_PROJECT_DIR}", str(project_dir))
+    if plugin_root is not None:
+        word = word.replace("${CLAUDE_PLUGIN_ROOT}", plugin_root)
+    if plugin_data is not None:
+        word = word.replace("${CLAUDE_PLUGIN_DATA}", plugin_data)
+    return word
+
+
 INTERPRETER = re.compile(r"(?:python[0-9.]*|node|bash|sh|zsh|dash|ksh|ruby|perl|deno|bun|php|tsx|ts-node)")
 _SOURCE_WORDS = frozenset({"source", "."})
 SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".ps1")
@@ -136,11 +150,22 @@ def command_files(command: str, cwd: Path, project_dir: Path) -> list[Path]:
     return list(_command_files(command, str(cwd), str(project_dir), os.environ.get("HOME", "")))
 
 
+def argv_files(argv: tuple[str, ...] | list[str], cwd: Path) -> list[Path]:
+    """The files an exec-form hook runs as code: `command_files` for an argv no shell reads (its placeholders already
+    expanded; `~` and `$VAR` stay literal, as the program receives them)."""
+    return list(_word_files(tuple(argv), str(cwd), None))
+
+
 @functools.lru_cache(maxsize=512)
 def _command_files(command: str, cwd: str, project_dir: str, home: str) -> tuple[Path, ...]:
     # Pure in its arguments (`~` reads HOME, hence the key): a hook fired after the agent's `cd` is checked
     # on every run, and the shell-word analysis was most of that check.
-    words = split_command(expand_project_dir(command, Path(project_dir)))
+    return _word_files(tuple(split_command(expand_project_dir(command, Path(project_dir)))), cwd, home)
+
+
+@functools.lru_cache(maxsize=512)
+def _word_files(words: tuple[str, ...], cwd: str, home: str | None) -> tuple[Path, ...]:
+    """`home` None: the words reach the program as they are (exec form), so `~` names a directory called `~`."""
     picked: list[str] = []
     if words and "/" in words[0]:
         picked.append(words[0])
@@ -157,7 +182,7 @@ def _command_files(command: str, cwd: str, project_dir: str, home: str) -> tuple
         after_interpreter = False
     found: list[Path] = []
     for word in picked[:MAX_FILES_PER_HOOK]:
-        path = Path(word).expanduser()
+        path = Path(word).expanduser() if home is not None else Path(word)
         if not path.is_absolute():
             path = Path(cwd) / path
         path = Path(os.path.normpath(str(path)))

@@ -17,7 +17,7 @@ from hooks.executors.callable import CallableExecutor
 from hooks.executors.command import KILL_GRACE_S, CommandExecutor, run_cwd
 from hooks.executors.python import PythonExecutor
 from hooks.hookset import TRUST_SOURCES, HookSet, HookSpec
-from hooks.manifest import changed_pin, command_files
+from hooks.manifest import argv_files, changed_pin, command_files
 from hooks.interpret import STOP_EVENTS, decision_of, make_result, updated_input_of
 from hooks.matchers import match_target
 from hooks.paths import data_dir as default_data_dir
@@ -196,6 +196,7 @@ class HookRunner:
         if not candidates:
             return candidates
         target = match_target(event, payload)
+        cwd = payload["cwd"] if isinstance(payload.get("cwd"), str) else str(session.project_dir)
         chosen: list[HookSpec] = []
         seen: set[tuple[str, ...]] = set()
         for spec in candidates:
@@ -205,6 +206,8 @@ class HookRunner:
                 continue
             if spec.scope == "skill" and session.skill != spec.scope_value:
                 continue
+            if (spec.condition is not None or spec.once) and spec.skips(event, payload, session.state, cwd):
+                continue  # the entry's `if` / `once` (hooks/conditions.py)
             if spec.dedupe_key is not None:
                 if spec.dedupe_key in seen:
                     continue  # identical command hooks run once, as in Claude Code
@@ -314,6 +317,7 @@ class HookRunner:
             report = ExecutionReport(status="error", error=f"executor failed: {type(exc).__name__}: {exc}",
                                      traceback=traceback.format_exc())
         result = make_result(spec, event, report, execution_id, (time.perf_counter() - started) * 1000)
+        spec.finished(result.outcome, session.state)
         if fail_open:
             result.fail_closed = False
         if loop_guard and result.outcome != "cancelled" and decision_of(result, event)[0] == "block":
@@ -399,7 +403,8 @@ def unreviewed_code(spec: HookSpec, payload: dict[str, Any], session: SessionCon
             and isinstance(moved, str) and moved != str(session.project_dir)):
         cwd = run_cwd(spec, payload, session.project_dir)
         if cwd != session.project_dir:
-            reached = command_files(spec.command, cwd, session.project_dir)
+            reached = (argv_files(spec.argv, cwd) if spec.argv is not None
+                       else command_files(spec.command, cwd, session.project_dir))
             if reached != [path for path, _ in spec.pinned]:
                 return (f"in {cwd} (the agent's current directory) this hook would run "
                         f"{', '.join(map(str, reached)) or 'other files'}, not the reviewed "

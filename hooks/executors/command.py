@@ -1,4 +1,4 @@
-"""The command executor: `/bin/sh -c` in its own process group, payload on stdin, capped concurrent output draining, timeout with a group kill."""
+"""The command executor: the exec form's argv as written (no shell), else `/bin/sh -c` (or PowerShell), in its own process group, payload on stdin, capped concurrent output draining, timeout with a group kill."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import collections
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -119,6 +120,29 @@ class _BaseEnv:
 _base_env = _BaseEnv()
 
 
+def command_argv(spec: Any) -> list[str] | str:
+    """What a command hook starts, or (a str) why it cannot start.
+
+    Exec form (`args` given): the program and its arguments exactly as the hook set expanded them, with no shell in
+    between, so nothing in them is ever parsed as shell syntax. Shell form: `/bin/sh -c <command>`, which is what
+    Claude Code runs for the default and for `shell: "bash"` on Linux and macOS; `shell: "powershell"` needs pwsh.
+    """
+    argv = getattr(spec, "argv", None)
+    if argv is not None:
+        return list(argv)
+    command = spec.command or spec.config.command
+    if getattr(spec, "shell", None) == "powershell":
+        pwsh = shutil.which("pwsh") or shutil.which("powershell")
+        if pwsh is None:
+            return ("shell is \"powershell\" and no PowerShell (pwsh or powershell) is on PATH; the hook did not run "
+                    "(install PowerShell, or drop \"shell\" to run the command with /bin/sh)")
+        # PowerShell reads $NAME as its own variable: the placeholders are the environment's.
+        for var in ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA"):
+            command = command.replace("${" + var + "}", "${env:" + var + "}")
+        return [pwsh, "-NoProfile", "-NonInteractive", "-Command", command]
+    return ["/bin/sh", "-c", command]
+
+
 class CommandExecutor:
     """Runs `type: "command"` hooks; exit codes and stdout are interpreted by the runner."""
 
@@ -129,7 +153,9 @@ class CommandExecutor:
 
     async def run(self, call: HookCall) -> ExecutionReport:
         spec = call.hook
-        command = spec.command or spec.config.command
+        argv = command_argv(spec)
+        if isinstance(argv, str):
+            return ExecutionReport(status="error", error=argv)
         data = encode_payload(call.payload)
         env = _base_env.copy()
         env.update(hook_env(call))
@@ -143,7 +169,7 @@ class CommandExecutor:
                 fh.write(data)
             env["HOOK_PAYLOAD_FILE"] = payload_file
         try:
-            return await _Run(call, command, run_cwd(spec, call.payload, call.context.project_dir), env, data,
+            return await _Run(call, argv, run_cwd(spec, call.payload, call.context.project_dir), env, data,
                               self.kill_grace_s).go()
         finally:
             if payload_file:
@@ -158,9 +184,9 @@ class _Run:
     hook costs one wake-up of the awaiting task.
     """
 
-    def __init__(self, call: HookCall, command: str, cwd: Path, env: dict[str, str], data: bytes, grace: float) -> None:
+    def __init__(self, call: HookCall, argv: list[str], cwd: Path, env: dict[str, str], data: bytes, grace: float) -> None:
         self.call = call
-        self.command = command
+        self.argv = argv
         self.cwd = cwd
         self.env = env
         self.data = memoryview(data)
@@ -186,7 +212,7 @@ class _Run:
     async def go(self) -> ExecutionReport:
         try:
             self.proc = subprocess.Popen(
-                ["/bin/sh", "-c", self.command],
+                self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -196,7 +222,8 @@ class _Run:
                 bufsize=0,
             )
         except OSError as exc:
-            return ExecutionReport(status="error", error=f"could not start hook command (cwd {self.cwd}): {exc}")
+            what = "program" if getattr(self.call.hook, "argv", None) is not None else "command"
+            return ExecutionReport(status="error", error=f"could not start hook {what} (cwd {self.cwd}): {exc}")
         children.started(self.proc.pid, own_group=True)
         pump = None
         try:

@@ -50,6 +50,6 @@ def test_validate_reports_errors_with_paths(tmp_path):
     broken = write_json(tmp_path / "broken.json", "{")
     assert run_cli("validate", str(good)).returncode == 0
     out = run_cli("validate", str(bad))
-    assert out.returncode == 1 and "$.hooks.Stop[0].hooks[0]: command: Field required" in out.stderr
+    assert out.returncode == 1 and "$.hooks.Stop[0].hooks[0]: \"command\" is required (it is missing)" in out.stderr
     out = run_cli("validate", str(broken))
     assert out.returncode == 1 and "not valid JSON" in out.stderr
