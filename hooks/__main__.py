@@ -66,6 +66,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = hookset.to_listing()
     for row in rows:
         row["runs"] = _runs_text(row["runs"])
+        if row.get("plugin"):  # which plugin, and which version of it
+            plugin = row["plugin"]
+            row["source"] = f"{row['source']} {plugin['name']} {plugin['version'] or '?'}"
     print(_table(rows))
     print("\nsettings files read, in order:")
     for kind, path in hookset.paths.ordered():
@@ -86,11 +89,34 @@ def cmd_list(args: argparse.Namespace) -> int:
     trust = hookset.trust_listing()
     for change in trust["changes"]:
         print(f"changed since trusted: {change['path']} ({change['change']})", file=sys.stderr)
-    if hookset.needs_trust:
+    _print_plugins(hookset, trust["plugins"])
+    if hookset.needs_trust and not hookset.trusted:
         print(f"\nproject hooks are untrusted; after reviewing them run: python -m hooks trust --project "
               f"{hookset.project_dir}{' --vault ' + str(hookset.vault_dir) if hookset.vault_dir else ''} "
               f"--hash {hookset.trust_hash}", file=sys.stderr)
     return 0
+
+
+def _print_plugins(hookset: HookSet, plugins: list[dict[str, Any]]) -> None:
+    """The Claude Code plugins enabled for this project: where each comes from, what else it brings, its trust."""
+    if not plugins:
+        return
+    print("\nClaude Code plugins enabled (hooks/plugins.py):")
+    for plugin in plugins:
+        print(f"  {plugin['id']} {plugin['version'] or '(no version)'}  {plugin['enabledBy']} ({plugin['enabledIn']})"
+              f"  {plugin['state']}")
+        print(f"    root {plugin['root'] or '-'}{'  (in place)' if plugin['inPlace'] else ''};"
+              f" data {plugin['dataDir']}; {plugin['files']} files, hash {plugin['hash']}")
+        if plugin["components"]:
+            print(f"    also brings (loaded by the CLI): {', '.join(plugin['components'])}")
+        for note in [plugin["problem"], *plugin["unsupported"]]:
+            if note:
+                print(f"    not run by Orion: {note}")
+        for change in plugin["changes"]:
+            print(f"    changed since trusted: {change['path']} ({change['change']})")
+        if plugin["state"] == "changed":
+            print(f"    after reviewing it run: python -m hooks trust --project {hookset.project_dir} --plugin "
+                  f"{plugin['id']} --hash {plugin['hash']}", file=sys.stderr)
 
 
 class _PrintObserver:
@@ -293,6 +319,8 @@ def cmd_trust(args: argparse.Namespace) -> int:
     project = Path(args.project).resolve()
     vault = Path(args.vault).resolve() if args.vault else None
     store = TrustStore()
+    if args.plugin:
+        return _trust_plugin(store, project, args)
     try:
         if args.revoke:
             print("revoked" if store.revoke(project, vault) else "was not trusted")
@@ -305,6 +333,22 @@ def cmd_trust(args: argparse.Namespace) -> int:
         print(f"note: no --hash given: trusted the project as it is on disk now ({digest}); pass the hash "
               "`python -m hooks list` showed to trust exactly what you reviewed", file=sys.stderr)
     print(f"trusted {project} (manifest hash {digest})")
+    return 0
+
+
+def _trust_plugin(store: TrustStore, project: Path, args: argparse.Namespace) -> int:
+    """`trust --plugin ID`: pin a plugin of the user's own settings again after an update (`--revoke` forgets the pin)."""
+    from hooks.trust import trust_user_plugin
+
+    try:
+        if args.revoke:
+            print("pin removed" if store.revoke_plugin(args.plugin) else "was not pinned")
+            return 0
+        digest = trust_user_plugin(store, project, args.plugin, args.hash)
+    except TrustError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"trusted plugin {args.plugin} (content hash {digest})")
     return 0
 
 
@@ -354,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vault", default=None, help="the notes vault the project is used with (its hooks are trusted with it)")
     p.add_argument("--hash", default=None, help="the trust hash `list` showed: trust only that reviewed version")
     p.add_argument("--revoke", action="store_true")
+    p.add_argument("--plugin", default=None, help="a Claude Code plugin of the user's own settings (name@marketplace) "
+                                                  "that changed since it was trusted: trust its content as listed")
     p.set_defaults(func=cmd_trust)
 
     args = parser.parse_args(argv)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hooks.scoped import read_scoped
+from hooks.plugins import PLUGIN, PROJECT_PLUGIN, Plugin, ensure_data_dir, load_plugins
 from hooks.conditions import TOOL_CONDITION_EVENTS, Condition, ConditionError, parse_condition
 from hooks.config import RawEntry, first_word, split_command
 from hooks.matchers import Matcher, MatcherError, compile_matcher, exact_names, matcher_problem, matches_all
@@ -49,13 +50,17 @@ DEFAULT_TIMEOUT_S = {"command": 30.0, "python": 30.0, "prompt": 30.0, "agent": 6
 
 # Sources written by someone other than the user: none of their hooks runs (prompt hooks included: they spend the
 # user's model budget and send project data to a model) until the user trusts their manifest.
-TRUST_SOURCES = frozenset({"project", "local", "vault"})
-# Sources a project's own switches (hook-overrides.json, disableAllHooks, allowedHttpHookUrls) reach.
-PROJECT_SOURCES = frozenset({"project", "local"})
+TRUST_SOURCES = frozenset({"project", "local", "vault", PROJECT_PLUGIN})
+# Sources a project's own switches (hook-overrides.json, disableAllHooks, allowedHttpHookUrls) reach: its settings
+# files, and the plugins only the project enables (hooks/plugins.py).
+PROJECT_SOURCES = frozenset({"project", "local", PROJECT_PLUGIN})
 # The user's own Claude Code settings (~/.claude/settings.json): hooks `claude` runs for this user in every project.
 # They run without the project's trust (the user wrote them), unless they run a file inside the project; only
 # Orion's user settings switch them (`claudeUserHooks`, `disabledHooks`, `disableAllHooks`) besides their own file.
 CLAUDE_USER = "claude-user"
+# The user's own Claude Code setup: their settings file's hooks and the plugins it enables. Both run without the
+# project's trust except a hook that runs a file inside the project; `claudeUserHooks` switches both.
+USER_CLAUDE_SOURCES = frozenset({CLAUDE_USER, PLUGIN})
 # Session state key: the ids of `once` hooks that have succeeded in the session.
 ONCE_DONE = "_hooks_once_done"
 
@@ -103,6 +108,11 @@ class HookSpec:
     rewake: bool = False  # asyncRewake: in the background, and its exit 2 is reported as a block after the turn
     status_message: str | None = None
 
+    # The Claude Code plugin this hook comes from (hooks.plugins.Plugin), and what its process gets on top of every
+    # hook's environment (CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA).
+    plugin: Any = None
+    env: dict[str, str] = field(default_factory=dict)
+
     @property
     def active(self) -> bool:
         return self.state == "active"
@@ -148,6 +158,7 @@ class HookSpec:
             **({"asyncRewake": True} if self.rewake else {}),
             "runs": self.runs(),
             **({"scope": {self.scope: self.scope_value}} if self.scope != "global" and self.scope_value else {}),
+            **({"plugin": self.plugin.info()} if self.plugin is not None else {}),
         }
 
     def runs(self) -> dict[str, Any]:
@@ -198,6 +209,9 @@ class HookSet:
     registry: HookRegistry
     vault_dir: Path | None = None
     trust_store: TrustStore | None = None
+    # The Claude Code plugins the user's and the project's settings enable, and each user plugin's pin state.
+    plugins: list[Plugin] = field(default_factory=list)
+    plugin_trust: dict[str, Any] = field(default_factory=dict)
     _active: dict[str, list[HookSpec]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -256,7 +270,31 @@ class HookSet:
             "trustedAt": self.trust.trusted_at,
             "files": [{"path": label, "digest": digest} for label, digest in sorted(self.manifest.files.items())],
             "changes": list(self.trust.changes),
+            "plugins": [self._plugin_listing(plugin) for plugin in self.plugins],
         }
+
+    def _plugin_listing(self, plugin: Plugin) -> dict[str, Any]:
+        """One enabled plugin as the listing shows it: where it comes from, what it brings, and its trust state."""
+        pin = self.plugin_trust.get(plugin.id)
+        if plugin.problem:
+            state = "unresolved"
+        elif plugin.kind == PROJECT_PLUGIN:
+            state = "trusted" if self.trust.trusted else "untrusted"
+        else:
+            state = "changed" if pin is not None and not pin.trusted else "trusted"
+        return {**plugin.info(), "state": state, "problem": plugin.problem, "hash": plugin.content_hash,
+                "components": list(plugin.components), "unsupported": list(plugin.unsupported),
+                "dataDir": str(plugin.data_dir), "inPlace": plugin.in_place, "files": len(plugin.files),
+                "pinnedAt": getattr(pin, "pinned_at", None), "pinnedVersion": getattr(pin, "pinned_version", None),
+                "changes": list(pin.changes) if pin is not None and not pin.trusted else []}
+
+    def held_back_plugins(self) -> set[str]:
+        """Plugins the CLI must not load in a session of this project (flag settings `enabledPlugins: false`): a
+        user's plugin whose content changed since its pin, and a project's plugin while the project is untrusted."""
+        out = {pid for pid, pin in self.plugin_trust.items() if not pin.trusted}
+        if not self.trust.trusted:
+            out |= {p.id for p in self.plugins if p.kind == PROJECT_PLUGIN}
+        return out
 
     def only(self, name: str) -> HookSet:
         """The same set with every hook but `name` left out (for `python -m hooks test --hook NAME`)."""
@@ -281,8 +319,9 @@ def _switches(parsed: dict[str, Any], overrides: frozenset[str]) -> Switches:
     sw.claude_user_on = parsed["user"].claude_user_hooks is not False
     # Narrowest first, so the widest file (the user's own) is the one named when several set it.
     for kind, covers in (("vault", ("vault",)), ("local", PROJECT_SOURCES), ("project", PROJECT_SOURCES),
-                         (CLAUDE_USER, (CLAUDE_USER,)),
-                         ("user", ("user", CLAUDE_USER, "vault", "project", "local", "programmatic"))):
+                         (CLAUDE_USER, (CLAUDE_USER, PLUGIN, PROJECT_PLUGIN)),
+                         ("user", ("user", CLAUDE_USER, "vault", "project", "local", PLUGIN, PROJECT_PLUGIN,
+                                   "programmatic"))):
         p = parsed.get(kind)
         if p is not None and p.disable_all:
             for covered in covers:
@@ -353,15 +392,31 @@ def load_hookset(
         warnings.extend(scoped.parsed.errors)
         for raw in scoped.parsed.entries:
             builder.add_settings_entry("project", scoped.parsed.file, raw, scope=(scoped.scope, scoped.name))
+    # The Claude Code plugins the user's and the project's settings enable (hooks/plugins.py), after the files.
+    plugins = load_plugins(None if paths.claude_user_is_project_file else paths.claude_user, paths.project_dir,
+                           [paths.project, paths.local], warnings)
+    for plugin in plugins:
+        for section in plugin.hooks:
+            warnings.extend(section.errors)
+            for raw in section.entries:
+                builder.add_settings_entry(plugin.kind, section.file, raw, plugin=plugin)
     for prog in registry:
         builder.add_programmatic(prog)
     builder.check_switch_names()
     builder.check_shadowing()
 
     vault_root = Path(vault_dir).expanduser().resolve() if vault_dir is not None else None
-    manifest = build_manifest(paths.project_dir, vault_root, builder.trust_files())
+    project_plugins = [p for p in plugins if p.kind == PROJECT_PLUGIN]
+    manifest = build_manifest(paths.project_dir, vault_root, builder.trust_files(project_plugins),
+                              plugins=project_plugins)
     status = store.status(paths.project_dir, manifest, vault_root)
     builder.apply_trust(status, manifest)
+    plugin_trust = {p.id: store.plugin_status(p.id, p.content_hash, p.files, version=p.version, root=str(p.root))
+                    for p in plugins if p.kind == PLUGIN and p.problem is None}
+    builder.apply_plugin_trust(plugin_trust)
+    for plugin in plugins:
+        if any(s.plugin is plugin and s.active for s in builder.specs):
+            ensure_data_dir(plugin)
 
     return HookSet(
         paths=paths,
@@ -373,6 +428,8 @@ def load_hookset(
         registry=registry,
         vault_dir=vault_dir,
         trust_store=trust_store,
+        plugins=plugins,
+        plugin_trust=plugin_trust,
     )
 
 
@@ -395,18 +452,20 @@ class _Builder:
         self._ids.add(candidate)
         return candidate
 
-    def add_settings_entry(self, kind: str, file: Path, raw: RawEntry, *, scope: tuple[str, str] | None = None) -> None:
+    def add_settings_entry(self, kind: str, file: Path, raw: RawEntry, *, scope: tuple[str, str] | None = None,
+                           plugin: Plugin | None = None) -> None:
         config = raw.config
         digest_src = json.dumps(
             [kind, raw.event, raw.matcher, config.model_dump(mode="json", by_alias=True) if config else raw.json_path,
-             *(list(scope) if scope else [])],
+             *(list(scope) if scope else []), *([plugin.id] if plugin is not None else [])],
             sort_keys=True,
         )
         hid = self._unique_id(f"{kind}:{raw.event}:{hashlib.sha256(digest_src.encode()).hexdigest()[:10]}")
         htype = config.type if config else raw.type_hint
         spec = HookSpec(
             id=hid,
-            name=(config.name if config and config.name else _derived_name(htype, config, raw)),
+            name=(config.name if config and config.name else _plugin_hook_name(plugin, htype, config, raw)
+                  if plugin is not None else _derived_name(htype, config, raw)),
             event=raw.event,
             matcher=raw.matcher,
             type=htype,
@@ -421,6 +480,8 @@ class _Builder:
             builtin=(kind == "builtin"),
             scope=scope[0] if scope else "global",
             scope_value=scope[1] if scope else None,
+            plugin=plugin,
+            env=plugin.env if plugin is not None else {},
         )
         spec.log = logging.getLogger(f"hooks.hook.{spec.name}")
         where = f"{file}: {raw.json_path}"
@@ -433,10 +494,14 @@ class _Builder:
         elif htype == "http" and (url_problem := self._url_problem(kind, config.url)):
             spec.state, spec.reason = "invalid", url_problem
             self.warnings.append(f"{where}: {spec.reason}")
-        elif kind == CLAUDE_USER and not self.switches.claude_user_on:
+        elif kind in USER_CLAUDE_SOURCES and not self.switches.claude_user_on:
             spec.state = "disabled"
             spec.reason = (f"claudeUserHooks is false in {self.paths.user}: hooks from the user's Claude Code settings "
-                           f"({file}) do not run in Orion")
+                           f"({plugin.enabled_in if plugin is not None else file}) do not run in Orion")
+        elif plugin is not None and htype == "python":
+            spec.state, spec.reason = "invalid", ("type \"python\" is Orion's own; a Claude Code plugin's hooks are "
+                                                  "command, http, prompt or agent hooks")
+            self.warnings.append(f"{where}: {spec.reason}")
         elif kind in ("user", "vault") and htype != "prompt":
             spec.state = "dropped"
             spec.reason = f"{htype} hooks are not allowed in {kind} settings (only prompt hooks are); dropped"
@@ -492,7 +557,7 @@ class _Builder:
             fnmatch.fnmatchcase(url, pat) for pat in sw.project_urls
         ):
             return f"url {url!r} matches no allowedHttpHookUrls pattern of the project's settings"
-        if kind == CLAUDE_USER and sw.claude_user_urls is not None and not any(
+        if kind in USER_CLAUDE_SOURCES and sw.claude_user_urls is not None and not any(
             fnmatch.fnmatchcase(url, pat) for pat in sw.claude_user_urls
         ):
             return f"url {url!r} matches no allowedHttpHookUrls pattern of the user's Claude Code settings"
@@ -544,10 +609,12 @@ class _Builder:
                 self.warnings.append(f"{self.paths.user}: $.disabledHooks: {name!r} names no hook"
                                      f"{_closest(name, list(sources_of))}; nothing is turned off by it")
 
-    def trust_files(self) -> list[Path]:
+    def trust_files(self, project_plugins: list[Plugin] = ()) -> list[Path]:  # type: ignore[assignment]
         """The files hooks from untrusted sources would run, and the project files the user's own hooks would run
-        (when they run): part of what the user trusts."""
-        files = [path for spec in self.specs if spec.source in TRUST_SOURCES for path, _ in spec.pinned]
+        (when they run): part of what the user trusts. A project plugin's own files are pinned as the plugin's."""
+        roots = [p.root for p in project_plugins if p.root is not None]
+        files = [path for spec in self.specs if spec.source in TRUST_SOURCES for path, _ in spec.pinned
+                 if not any(Path(os.path.normpath(path)).is_relative_to(root) for root in roots)]
         for spec in self.specs:
             if spec.runs_project_code and spec.state == "active":
                 files += [path for path, _ in spec.pinned if self._in_project(path)]
@@ -573,12 +640,30 @@ class _Builder:
         for spec in self.specs:
             if spec.runs_project_code and spec.state == "active":
                 inside = ", ".join(str(p) for p, _ in spec.pinned if self._in_project(p))
-                why_user = (f"this hook of the user's Claude Code settings runs {inside}, which is the project's code: "
+                whose = (f"the user's plugin {spec.plugin.id}" if spec.plugin is not None
+                         else "the user's Claude Code settings")
+                why_user = (f"this hook of {whose} runs {inside}, which is the project's code: "
                             f"it waits for the project's trust; {reason}")
                 spec.state, spec.reason = "untrusted", f"{why_user}; {spec.reason}" if spec.reason else why_user
                 untrusted.append(spec)
         if untrusted and status.changes:
             self.warnings.append(f"{self.paths.project_dir}: {why}; its hooks do not run until it is trusted again")
+
+    def apply_plugin_trust(self, pins: dict[str, Any]) -> None:
+        """A user's plugin whose content differs from its pin (an update) waits for the user's trust, naming what changed."""
+        for plugin_id, pin in pins.items():
+            if pin.trusted:
+                continue
+            listed = ", ".join(f"{c['path']} ({c['change']})" for c in pin.changes[:8])
+            more = f" and {len(pin.changes) - 8} more" if len(pin.changes) > 8 else ""
+            since = "first seen" if pin.pinned_how == "first-seen" else "trusted"
+            why = (f"plugin {plugin_id} changed since it was {since} (version {pin.pinned_version or 'unknown'}, "
+                   f"{pin.pinned_at}): {listed}{more}; review it, then trust it again with `python -m hooks trust "
+                   f"--project {self.paths.project_dir} --plugin {plugin_id}` (or hooks/trust with its \"plugin\")")
+            held = [s for s in self.specs if s.plugin is not None and s.plugin.id == plugin_id and s.state == "active"]
+            for spec in held:
+                spec.state, spec.reason = "untrusted", f"{why}; {spec.reason}" if spec.reason else why
+            self.warnings.append(f"{why}; its hooks do not run and the CLI does not load it until then")
 
     def _compile(self, spec: HookSpec, where: str) -> bool:
         try:
@@ -623,20 +708,25 @@ class _Builder:
 
     def _prepare_executable(self, spec: HookSpec, config: Any, where: str) -> None:
         if spec.type == "command":
-            spec.command = config.command
+            # A plugin's shell command: its ${CLAUDE_PLUGIN_ROOT} / ${CLAUDE_PLUGIN_DATA} as the shell would expand
+            # them from the environment the CLI exports, so pins and the after-`cd` check see the real paths.
+            command = spec.plugin.substitute(config.command) if spec.plugin is not None else config.command
+            spec.command = command
             spec.shell = config.shell
             # Identity as Claude Code has it (shell, command, args, if), plus what Orion adds to it.
-            key = ("command", spec.event, spec.matcher or "", config.command, str(spec.cwd or ""), spec.fail_closed,
+            key = ("command", spec.event, spec.matcher or "", command, str(spec.cwd or ""), spec.fail_closed,
                    spec.timeout_s, spec.scope, spec.scope_value or "", config.shell or "bash",
                    json.dumps(config.args), config.if_ or "")
             cwd = spec.cwd or self.paths.project_dir
             if config.args is not None:
-                spec.argv = tuple(expand_exec_word(w, self.paths.project_dir) for w in (config.command, *config.args))
+                spec.argv = tuple(expand_exec_word(w, self.paths.project_dir, spec.env.get("CLAUDE_PLUGIN_ROOT"),
+                                                   spec.env.get("CLAUDE_PLUGIN_DATA"))
+                                  for w in (config.command, *config.args))
                 self._check_exec(spec, config, where)
                 spec.pinned = pins(argv_files(spec.argv, cwd))
             else:
-                self._check_command(spec, config.command, where)
-                spec.pinned = pins(command_files(config.command, cwd, self.paths.project_dir))
+                self._check_command(spec, command, where)
+                spec.pinned = pins(command_files(command, cwd, self.paths.project_dir))
         elif spec.type == "python":
             spec.script = self._resolve_script(spec, config.script)
             key = ("python", spec.event, spec.matcher or "", str(spec.script), "", spec.fail_closed, spec.timeout_s,
@@ -648,7 +738,7 @@ class _Builder:
                 spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
         else:
             return
-        if spec.source == CLAUDE_USER:
+        if spec.source in USER_CLAUDE_SOURCES:
             spec.runs_project_code = any(self._in_project(path) for path, _ in spec.pinned)
         if spec.state != "active":
             return
@@ -803,6 +893,19 @@ def exact_runs(runs: dict[str, Any]) -> str | None:
     if escaped:
         text += "  (shown escaped: it holds characters a terminal would not show as they are; see --json)"
     return text
+
+
+def _plugin_hook_name(plugin: Plugin, htype: str, config: Any, raw: RawEntry) -> str:
+    """`<plugin>:<script and its arguments>`, paths by their last part: `guard:guard.sh`, `ork:run-hook.mjs
+    pretool/bash-guard` (many hooks of one plugin start the same interpreter)."""
+    if htype != "command" or config is None:
+        return printable(f"{plugin.name}:{_derived_name(htype, config, raw)}")[0]
+    args = getattr(config, "args", None)
+    words = [config.command, *args] if args is not None else split_command(config.command)
+    if words and INTERPRETER.fullmatch(os.path.basename(words[0])):
+        words = words[1:][next((i for i, w in enumerate(words[1:]) if not w.startswith("-")), 0):] or words
+    words = [w.rsplit("/", 1)[-1] if "/" in w else w for w in words]
+    return printable(f"{plugin.name}:{' '.join(words)}"[:80])[0]
 
 
 def _where(spec: HookSpec) -> str:

@@ -20,6 +20,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hooks.config import split_command
 
@@ -242,8 +243,11 @@ def _tree_files(root: Path) -> list[Path]:
     return out
 
 
-def build_manifest(project_dir: Path, vault_dir: Path | None, hook_files: Iterable[Path]) -> Manifest:
-    """The manifest of a project as it is on disk now; `hook_files` are the files its hooks name (see `command_files`)."""
+def build_manifest(project_dir: Path, vault_dir: Path | None, hook_files: Iterable[Path],
+                   plugins: Iterable[Any] = ()) -> Manifest:
+    """The manifest of a project as it is on disk now; `hook_files` are the files its hooks name (see `command_files`);
+    `plugins` the Claude Code plugins the project enables (hooks.plugins.Plugin), each pinned by where it resolves
+    and every file under its root (`plugin:<id>/<path>`), so an update to one is a change to the project."""
     project_dir = Path(project_dir)
     roots: list[tuple[str, Path]] = [("", project_dir)]
     files: dict[str, str] = {}
@@ -256,6 +260,11 @@ def build_manifest(project_dir: Path, vault_dir: Path | None, hook_files: Iterab
         vault_dir = Path(vault_dir)
         roots.insert(0, ("vault:", vault_dir))
         files["vault:.orion/settings.json"] = settings_digest(vault_dir / ".orion" / "settings.json")
+    for plugin in plugins:
+        where = f"{plugin.root}|version:{plugin.version}" if plugin.problem is None else f"unresolved:{plugin.problem}"
+        files[f"plugin:{plugin.id}"] = "at:" + hashlib.sha256(where.encode()).hexdigest()
+        for rel, digest in plugin.files.items():
+            files[f"plugin:{plugin.id}/{rel}"] = digest
     for path in hook_files:
         files.setdefault(_label(path, roots), file_digest(path))
     return Manifest(files)

@@ -12,8 +12,9 @@ from hooks.paths import claude_user_settings_path, user_settings_path
 
 BUILTIN_SETTINGS = Path(__file__).with_name("builtin_settings.json")
 
-# Hook lists concatenate in this order; programmatic hooks come after all of them. "user" is Orion's user settings,
-# "claude-user" the user's own Claude Code settings (~/.claude/settings.json), which `claude` runs hooks from too.
+# Hook lists concatenate in this order; the hooks of enabled Claude Code plugins (hooks/plugins.py) follow them, and
+# programmatic hooks come after all of them. "user" is Orion's user settings, "claude-user" the user's own Claude Code
+# settings (~/.claude/settings.json), which `claude` runs hooks from too.
 SOURCE_ORDER = ("builtin", "user", "claude-user", "vault", "project", "local")
 
 
@@ -52,6 +53,11 @@ class SourcePaths:
             local=claude / "settings.local.json",
             overrides=claude / "hook-overrides.json",
         )
+
+    @property
+    def claude_config_dir(self) -> Path:
+        """The user's Claude Code folder (`claude` keeps its plugins there, hooks/plugins.py): `claude_user`'s folder."""
+        return self.claude_user.parent
 
     @property
     def hooks_dir(self) -> Path:

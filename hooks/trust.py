@@ -4,6 +4,10 @@ A record holds the manifest's hash and its per-file digests, so a later
 listing can say which file changed. Only the user grants trust (through
 `hooks/trust` or `python -m hooks trust`); the store lives in Orion's data
 directory, which the agent's tools cannot write (see docs/SECURITY.md).
+
+A Claude Code plugin the user enabled (hooks/plugins.py) is pinned here too, by
+id: its content when first seen, or when the user trusted it again after an
+update; content that differs from the pin waits for the user's trust.
 """
 
 from __future__ import annotations
@@ -51,6 +55,26 @@ def current_manifest(project_dir: Path, vault_dir: Path | None = None) -> Manife
 
 def current_hash(project_dir: Path, vault_dir: Path | None = None) -> str:
     return current_manifest(project_dir, vault_dir).hash
+
+
+def trust_user_plugin(store: TrustStore, project_dir: Path, plugin_id: str, reviewed: str | None = None) -> str:
+    """Pin a plugin the user's own Claude Code settings enable as it resolves for `project_dir` now (after an update
+    the user reviewed: `reviewed` is the hash `hooks/list` showed for it); returns its content hash."""
+    from hooks.hookset import load_hookset
+    from hooks.plugins import PLUGIN
+
+    plugins = load_hookset(project_dir, trust_store=_NullStore()).plugins
+    plugin = next((p for p in plugins if p.id == plugin_id), None)
+    if plugin is None:
+        known = ", ".join(sorted(p.id for p in plugins)) or "none"
+        raise TrustError(f"no plugin {plugin_id!r} is enabled for {project_dir} (enabled: {known})")
+    if plugin.kind != PLUGIN:
+        raise TrustError(f"plugin {plugin_id} is enabled by the project's settings ({plugin.enabled_in}), not the "
+                         "user's: it is trusted with the project (trust the project)")
+    if plugin.problem is not None:
+        raise TrustError(f"plugin {plugin_id} cannot be trusted: {plugin.problem}")
+    return store.trust_plugin(plugin.id, plugin.content_hash, plugin.files, version=plugin.version,
+                              root=str(plugin.root), reviewed=reviewed)
 
 
 class TrustStore:
@@ -107,6 +131,70 @@ class TrustStore:
         stored = self.trusted_hash(project_dir, vault_dir)
         return stored is not None and stored == (hash or current_hash(project_dir, vault_dir))
 
+    # ------------------------------------------------------------------ the user's plugins
+
+    def plugin_record(self, plugin_id: str) -> dict[str, Any] | None:
+        try:
+            entry = self._load().get("plugins", {}).get(plugin_id)
+        except (TrustError, AttributeError):
+            return None
+        return entry if isinstance(entry, dict) else None
+
+    def plugin_status(self, plugin_id: str, content_hash: str, files: dict[str, str], *, version: str | None,
+                      root: str) -> PluginTrust:
+        """A user-enabled plugin's content against its pin; the first sight of a plugin pins it (the user enabled
+        it in their own settings: what they installed is what they chose), every later difference waits."""
+        entry = self.plugin_record(plugin_id)
+        if entry is None:
+            try:
+                pinned_at = self._pin_plugin(plugin_id, content_hash, files, version, root, "first-seen")
+            except TrustError:
+                return PluginTrust(trusted=False, first_seen=False, changes=[
+                    {"path": "*", "change": "its pin could not be recorded in the trust store"}])
+            return PluginTrust(trusted=True, first_seen=True, pinned_at=pinned_at, pinned_version=version,
+                               pinned_how="first-seen")
+        if entry.get("hash") == content_hash:
+            return PluginTrust(trusted=True, first_seen=False, pinned_at=entry.get("pinnedAt"),
+                               pinned_version=entry.get("version"), pinned_how=entry.get("how"))
+        then = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+        changes = Manifest(files).changes_since(then)
+        if entry.get("root") != root:
+            changes.insert(0, {"path": ".", "change": f"moved from {entry.get('root')} to {root}"})
+        return PluginTrust(trusted=False, first_seen=False, changes=changes, pinned_at=entry.get("pinnedAt"),
+                           pinned_version=entry.get("version"), pinned_how=entry.get("how"))
+
+    def trust_plugin(self, plugin_id: str, content_hash: str, files: dict[str, str], *, version: str | None,
+                     root: str, reviewed: str | None = None) -> str:
+        """Pin a user-enabled plugin's content as it is now; with `reviewed`, only if that is still the content."""
+        if reviewed is not None and reviewed != content_hash:
+            raise TrustError(f"plugin {plugin_id} changed since it was reviewed (reviewed {reviewed[:12]}, now "
+                             f"{content_hash[:12]}); list and review it again")
+        self._pin_plugin(plugin_id, content_hash, files, version, root, "trusted")
+        return content_hash
+
+    def revoke_plugin(self, plugin_id: str) -> bool:
+        """Forget a plugin's pin: the next sight pins it again as first seen."""
+        with self._locked():
+            data = self._load()
+            removed = data.setdefault("plugins", {}).pop(plugin_id, None) is not None
+            if removed:
+                self._save(data)
+        return removed
+
+    def _pin_plugin(self, plugin_id: str, content_hash: str, files: dict[str, str], version: str | None, root: str,
+                    how: str) -> str:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with self._locked():
+            data = self._load()
+            plugins = data.setdefault("plugins", {})
+            if how == "first-seen" and isinstance(plugins.get(plugin_id), dict):
+                return str(plugins[plugin_id].get("pinnedAt"))  # another process pinned it first: theirs stands
+            data["version"] = STORE_VERSION
+            plugins[plugin_id] = {"hash": content_hash, "files": files, "version": version, "root": root,
+                                  "pinnedAt": now, "how": how}
+            self._save(data)
+        return now
+
     # ------------------------------------------------------------------ writing
 
     @contextlib.contextmanager
@@ -155,6 +243,18 @@ class TrustStore:
         return removed
 
 
+@dataclass(slots=True)
+class PluginTrust:
+    """A user-enabled plugin's content against the pin the user holds for it."""
+
+    trusted: bool
+    first_seen: bool  # pinned just now, on first sight
+    changes: list[dict[str, str]] = field(default_factory=list)
+    pinned_at: str | None = None
+    pinned_version: str | None = None
+    pinned_how: str | None = None  # "first-seen" (pinned on first sight) or "trusted" (the user trusted it)
+
+
 class _NullStore(TrustStore):
     """A store that trusts nothing and reads nothing: for computing a manifest without a trust decision."""
 
@@ -163,3 +263,7 @@ class _NullStore(TrustStore):
 
     def record(self, project_dir: Path, vault_dir: Path | None = None) -> dict[str, Any] | None:
         return None
+
+    def plugin_status(self, plugin_id: str, content_hash: str, files: dict[str, str], *, version: str | None,
+                      root: str) -> PluginTrust:
+        return PluginTrust(trusted=True, first_seen=True)  # records nothing: only a manifest is wanted here

@@ -78,7 +78,10 @@ TOOL_EVENTS: frozenset[str] = frozenset(
 )
 
 HookType = Literal["command", "python", "prompt", "agent", "http", "callable"]
-SourceKind = Literal["builtin", "user", "claude-user", "vault", "project", "local", "programmatic"]
+# "plugin": a Claude Code plugin the user's own settings enable; "project-plugin": one only a project's settings
+# enable (hooks/plugins.py).
+SourceKind = Literal["builtin", "user", "claude-user", "vault", "project", "local", "plugin", "project-plugin",
+                     "programmatic"]
 Outcome = Literal["success", "blocked", "error", "timeout", "cancelled"]
 PermissionDecision = Literal["allow", "deny", "ask", "defer"]
 HookState = Literal["active", "disabled", "dropped", "untrusted", "invalid"]

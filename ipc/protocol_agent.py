@@ -170,6 +170,18 @@ class HookScope(WireModel):
         return self
 
 
+class PluginRef(WireModel):
+    """The Claude Code plugin a hook comes from (hooks/plugins.py)."""
+
+    id: str  # name@marketplace
+    name: str
+    version: str | None = None
+    marketplace: str
+    root: str | None = None  # CLAUDE_PLUGIN_ROOT
+    enabled_by: Literal["plugin", "project-plugin"]  # the user's own Claude Code settings, or only a project's
+    enabled_in: str  # the settings file whose enabledPlugins turns it on
+
+
 class HookInfo(WireModel):
     id: str
     name: str
@@ -189,6 +201,13 @@ class HookInfo(WireModel):
     # Only while this runs: `{"agent": "<subagent type>"}` or `{"skill": "<skill name>"}` (hooks of a project's
     # `.claude/agents/*.md` or `.claude/skills/*/SKILL.md`, or a programmatic hook registered with a scope).
     scope: dict[Literal["agent", "skill"], str] | None = None
+    plugin: PluginRef | None = None
+    # Claude Code's entry fields, as set: the `if` rule (the hook runs only for tool calls it matches), the text shown
+    # while it runs, `once` (a skill's hook, dropped after its first success), `asyncRewake` (docs/HOOKS.md).
+    if_: str | None = Field(default=None, alias="if")
+    status_message: str | None = None
+    once: bool = False
+    async_rewake: bool = False
 
 
 class TrustFile(WireModel):
@@ -201,14 +220,34 @@ class TrustChange(WireModel):
     change: str  # added | removed | modified
 
 
+class PluginTrustInfo(PluginRef):
+    """An enabled plugin's state: `trusted`, `untrusted` (a project's plugin, the project not trusted), `changed`
+    (a user's plugin whose content differs from its pin: `changes` names the files; trust it with `hooks/trust`'s
+    `plugin` and this `hash`) or `unresolved` (`problem` says why; its hooks do not run)."""
+
+    state: Literal["trusted", "untrusted", "changed", "unresolved"]
+    problem: str | None = None
+    hash: str
+    components: list[str] = Field(default_factory=list)  # what the CLI loads from it besides hooks
+    unsupported: list[str] = Field(default_factory=list)  # what it declares that Orion does not run
+    data_dir: str  # CLAUDE_PLUGIN_DATA
+    in_place: bool = False
+    files: int = 0
+    pinned_at: str | None = None
+    pinned_version: str | None = None
+    changes: list[TrustChange] = Field(default_factory=list)
+
+
 class TrustInfo(WireModel):
-    """The project's trust record against what is on disk: every pinned file, and what changed since trust."""
+    """The project's trust record against what is on disk: every pinned file, and what changed since trust; and the
+    Claude Code plugins enabled for it, each with its own trust state."""
 
     trusted: bool
     trust_hash: str
     trusted_at: str | None = None
     files: list[TrustFile] = Field(default_factory=list)
     changes: list[TrustChange] = Field(default_factory=list)
+    plugins: list[PluginTrustInfo] = Field(default_factory=list)
 
 
 class HooksListResult(WireModel):
@@ -230,6 +269,9 @@ class HooksTrustParams(WireModel):
     vault_dir: str | None = None
     hash: str | None = None
     revoke: bool = False
+    # A Claude Code plugin of the user's own settings (name@marketplace) that changed since it was trusted: trust
+    # (or, with `revoke`, forget) its pin instead of the project's; `hash` is its hash as `hooks/list` showed it.
+    plugin: str | None = None
 
 
 class HooksTrustResult(WireModel):

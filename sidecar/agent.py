@@ -132,6 +132,9 @@ class AgentConfig:
     # The hook events the CLI calls back for; None: every event the SDK can deliver. An event no hook listens to
     # costs the CLI a round trip to the sidecar on every occurrence, for nothing.
     hook_events: frozenset[str] | None = None
+    # Claude Code plugins the CLI must not load (flag settings `enabledPlugins: false`, which outrank every settings
+    # file): a project's plugin before the project is trusted, a user's plugin changed since it was trusted.
+    disabled_plugins: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -322,10 +325,16 @@ class AgentSession:
         )
 
     def _flag_settings(self) -> str:
-        """NO_SETTINGS_HOOKS plus the sandbox: flag settings outrank project and local ones, so neither can undo them."""
-        if self.config.sandbox is None:
+        """NO_SETTINGS_HOOKS plus the sandbox and the plugins held back: flag settings outrank project and local ones,
+        so neither can undo them."""
+        if self.config.sandbox is None and not self.config.disabled_plugins:
             return NO_SETTINGS_HOOKS
-        return json.dumps({**json.loads(NO_SETTINGS_HOOKS), "sandbox": self.config.sandbox})
+        flags: dict[str, Any] = json.loads(NO_SETTINGS_HOOKS)
+        if self.config.sandbox is not None:
+            flags["sandbox"] = self.config.sandbox
+        if self.config.disabled_plugins:
+            flags["enabledPlugins"] = {plugin_id: False for plugin_id in self.config.disabled_plugins}
+        return json.dumps(flags)
 
     def _cli_env_and_path(self) -> tuple[dict[str, str], str | None]:
         cfg = self.config

@@ -409,6 +409,7 @@ class SessionManager:
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
         cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)
         config_dir = cli_config_dir(cli_env)
+        report_plugins(sid, hookset, config_dir, settings["sources"])
         if resume:
             transcript = cli_transcript(config_dir, project, sid)
             if model and model.startswith("scripted:"):
@@ -474,6 +475,7 @@ class SessionManager:
             mcp_servers=servers,
             disallowed_tools=disallowed,
             hook_events=callback_events(hookset),
+            disabled_plugins=sorted(hookset.held_back_plugins()),
             resume=sid if resume else None,
         )
         agent = AgentSession(config, bridge, HookedAsker(bridge, broker), on_update)
@@ -802,6 +804,18 @@ def confine(
     # bubblewrap profile with /tmp, /root and /home writable, undoing the sandbox (docs/SECURITY.md "Sandbox").
     env.pop("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", None)
     return env, sandbox
+
+
+def report_plugins(sid: str, hookset: HookSet, config_dir: Path, cli_sources: list[str]) -> None:
+    """Say what of the enabled Claude Code plugins this session's CLI does not load, and why (hooks/plugins.py): in
+    session/new's warnings (the hook set's, also sent as `log` events) and in the sidecar's log."""
+    from hooks.plugins import session_notices
+
+    for notice in session_notices(hookset.plugins, user_config_dir=hookset.paths.claude_config_dir,
+                                  cli_config_dir=config_dir, cli_sources=cli_sources, project_trusted=hookset.trusted,
+                                  held_back=hookset.held_back_plugins()):
+        log.warning("session %s: %s", sid, notice)
+        hookset.warnings.append(notice)
 
 
 def sidecar_payload(event: str, context: SessionContext, **extra: Any) -> dict[str, Any]:

@@ -77,6 +77,26 @@ async def _remote_executors(app: SidecarApp, params: p.HooksTestParams, hookset:
     return default_llm_executors(client, default_model=default_model), scratch
 
 
+async def _trust_plugin(app: SidecarApp, store: Any, project: Path, params: p.HooksTrustParams) -> p.HooksTrustResult:
+    """hooks/trust with `plugin`: pin a plugin of the user's own settings again after an update (or forget its pin)."""
+    from hooks.errors import TrustError
+    from hooks.trust import trust_user_plugin
+
+    if params.revoke:
+        await anyio.to_thread.run_sync(store.revoke_plugin, params.plugin)
+        digest, trusted = "", False
+    else:
+        try:
+            digest = await anyio.to_thread.run_sync(trust_user_plugin, store, project, params.plugin, params.hash)
+        except TrustError as exc:
+            raise InvalidParams(str(exc), data={"projectDir": str(project), "plugin": params.plugin,
+                                                "reviewedHash": params.hash}) from exc
+        trusted = True
+    for session in session_manager(app).live_sessions():  # the user's plugin is in every project's sessions
+        await anyio.to_thread.run_sync(session.runner.reload)
+    return p.HooksTrustResult(trusted=trusted, hash=digest)
+
+
 def register(app: SidecarApp) -> None:
     @app.method("hooks/list")
     async def hooks_list(params: p.HookScope, call: CallContext) -> dict:
@@ -100,6 +120,8 @@ def register(app: SidecarApp) -> None:
         project = existing_dir(params.project_dir, "projectDir")
         vault = existing_dir(params.vault_dir, "vaultDir") if params.vault_dir else None
         store = TrustStore()
+        if params.plugin:
+            return await _trust_plugin(app, store, project, params)
         if params.revoke:
             await anyio.to_thread.run_sync(store.revoke, project, vault)
             digest, trusted = await anyio.to_thread.run_sync(current_hash, project, vault), False
