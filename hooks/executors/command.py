@@ -41,6 +41,8 @@ def hook_env(call: HookCall) -> dict[str, str]:
         "HOOK_EVENT": call.event,
         "HOOK_TIMEOUT": str(int(call.timeout_s * 1000)),
     }
+    # A plugin's hook: CLAUDE_PLUGIN_ROOT and CLAUDE_PLUGIN_DATA, as Claude Code sets them (hooks/plugins.py).
+    env.update(getattr(call.hook, "env", None) or {})
     effort = payload.get("effort")
     if isinstance(effort, dict) and isinstance(effort.get("level"), str):
         env["CLAUDE_EFFORT"] = effort["level"]
