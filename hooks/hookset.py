@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import unicodedata
@@ -738,6 +739,10 @@ class _Builder:
                 spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
         else:
             return
+        if spec.plugin is not None:
+            # A word the shell expands at run time (`"$_P/scripts/x.js"`) names no file the load can see; the plugin's
+            # own files are pinned whole (hooks/plugins.py), so only real paths outside it are kept.
+            spec.pinned = tuple((path, digest) for path, digest in spec.pinned if "$" not in str(path))
         if spec.source in USER_CLAUDE_SOURCES:
             spec.runs_project_code = any(self._in_project(path) for path, _ in spec.pinned)
         if spec.state != "active":
@@ -901,7 +906,9 @@ def _plugin_hook_name(plugin: Plugin, htype: str, config: Any, raw: RawEntry) ->
     if htype != "command" or config is None:
         return printable(f"{plugin.name}:{_derived_name(htype, config, raw)}")[0]
     args = getattr(config, "args", None)
-    words = [config.command, *args] if args is not None else split_command(config.command)
+    # A shell script's last simple command is what it is for (`...; node "$P/bun-runner.js" worker.cjs hook x`).
+    last = re.split(r"[;&|\n]+", config.command.strip().rstrip(";&|"))[-1] if args is None else ""
+    words = [config.command, *args] if args is not None else split_command(last) or split_command(config.command)
     if words and INTERPRETER.fullmatch(os.path.basename(words[0])):
         words = words[1:][next((i for i, w in enumerate(words[1:]) if not w.startswith("-")), 0):] or words
     words = [w.rsplit("/", 1)[-1] if "/" in w else w for w in words]

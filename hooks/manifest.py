@@ -43,7 +43,8 @@ ABSENT = "absent"
 
 
 _digest_cache: dict[str, tuple[tuple[int, ...], str]] = {}
-_DIGEST_CACHE_MAX = 4096
+# Enough for a project's trees plus the enabled plugins' (one with its node_modules holds thousands of files).
+_DIGEST_CACHE_MAX = 32768
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
