@@ -709,9 +709,9 @@ class _Builder:
 
     def _prepare_executable(self, spec: HookSpec, config: Any, where: str) -> None:
         if spec.type == "command":
-            # A plugin's shell command: its ${CLAUDE_PLUGIN_ROOT} / ${CLAUDE_PLUGIN_DATA} as the shell would expand
-            # them from the environment the CLI exports, so pins and the after-`cd` check see the real paths.
-            command = spec.plugin.substitute(config.command) if spec.plugin is not None else config.command
+            # A plugin's shell command with its root written in, as the CLI words it: pins and the after-`cd` check
+            # see the real paths (${CLAUDE_PLUGIN_DATA} stays for the shell, from the hook's environment).
+            command = spec.plugin.shell_command(config.command) if spec.plugin is not None else config.command
             spec.command = command
             spec.shell = config.shell
             # Identity as Claude Code has it (shell, command, args, if), plus what Orion adds to it.

@@ -22,7 +22,8 @@ fixture plugins with `claude plugin install`):
   again loads once);
 * `CLAUDE_PLUGIN_ROOT` is the plugin's root, `CLAUDE_PLUGIN_DATA` is `<plugins dir>/data/<id with every
   character outside [A-Za-z0-9_-] turned into ->` (the CLI creates it on first use); both are exported to the
-  hook's process, and `${...}` of both is replaced in an exec-form hook's command and arguments.
+  hook's process, `${...}` of both is replaced in an exec-form hook's command and arguments, and a shell-form
+  command is worded with its root written in (`[<command>]: <stderr>` names it so; measured).
 
 Who enabled a plugin decides its source kind: the user's own Claude Code settings make it `plugin` (the user's,
 like `claude-user`); a project's `.claude/settings.json` / `settings.local.json` make it `project-plugin` (waits
@@ -99,10 +100,13 @@ class Plugin:
             return {}
         return {"CLAUDE_PLUGIN_ROOT": str(self.root), "CLAUDE_PLUGIN_DATA": str(self.data_dir)}
 
-    def substitute(self, text: str) -> str:
-        for name, value in self.env.items():
-            text = text.replace("${" + name + "}", value)
-        return text
+    def shell_command(self, command: str) -> str:
+        """A shell-form command as the CLI words it (and the model reads it in `[<command>]: ...`): the plugin root
+        written in for `${CLAUDE_PLUGIN_ROOT}` and `$CLAUDE_PLUGIN_ROOT`; `${CLAUDE_PLUGIN_DATA}` is left to the
+        shell, which expands it from the hook's environment."""
+        if self.root is None:
+            return command
+        return re.sub(r"\$\{CLAUDE_PLUGIN_ROOT\}|\$CLAUDE_PLUGIN_ROOT\b", lambda _m: str(self.root), command)
 
     def info(self) -> dict[str, Any]:
         """What a hook's listing says of the plugin it comes from."""
