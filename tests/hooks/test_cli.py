@@ -39,7 +39,7 @@ def test_trust_then_test_runs_the_real_hook_and_prints_the_aggregate(project):
     got = json.loads(out.stdout)
     assert [r["hook"] for r in got["results"]] == ["gate"]
     assert got["results"][0]["exitCode"] == 2 and got["aggregate"]["decision"] == "deny"
-    assert got["hookJson"]["hookSpecificOutput"]["permissionDecisionReason"] == "[echo 'nope' >&2; exit 2]: nope"
+    assert got["hookJson"]["hookSpecificOutput"]["permissionDecisionReason"] == "[echo 'nope' >&2; exit 2]: nope\n"
     only = run_cli("test", "PreToolUse", "--payload", "-", "--hook", "other", "--project", str(project.root), "--no-builtin", stdin=payload)
     assert [r["hook"] for r in json.loads(only.stdout)["results"]] == ["other"]
 

@@ -111,7 +111,7 @@ async def test_exit2_on_pre_tool_use_denies_with_stderr_and_json_allow_cannot_ov
     r = agg.results[0]
     assert (r.outcome, r.exit_code) == ("blocked", 2)
     # What the model reads, as Claude Code writes it: the command in brackets, then stderr.
-    assert agg.decision == "deny" and agg.reason == f"[{command}]: rm is forbidden"
+    assert agg.decision == "deny" and agg.reason == f"[{command}]: rm is forbidden\n"  # stderr as written
     assert agg.to_hook_json()["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
@@ -119,7 +119,7 @@ async def test_exit2_on_pre_tool_use_denies_with_stderr_and_json_allow_cannot_ov
 @pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop", "SubagentStop", "PreCompact"])
 async def test_exit2_blocks_other_blocking_events(project, event):
     agg = await fire(project, event, {}, cmd("echo 'keep going' >&2; exit 2"))
-    assert agg.decision == "block" and agg.reason == "[echo 'keep going' >&2; exit 2]: keep going"
+    assert agg.decision == "block" and agg.reason == "[echo 'keep going' >&2; exit 2]: keep going\n"
 
 
 @pytest.mark.asyncio
@@ -128,8 +128,8 @@ async def test_exit2_after_a_tool_shows_stderr_to_the_model_as_claude_code_does(
     command = "echo 'lint failed' >&2; exit 2"
     agg = await fire(project, event, {}, cmd(command))
     assert agg.results[0].outcome == "blocked"
-    assert agg.decision == "block" and agg.reason == f"[{command}]: lint failed"
-    assert agg.to_hook_json()["reason"] == f"[{command}]: lint failed"
+    assert agg.decision == "block" and agg.reason == f"[{command}]: lint failed\n"
+    assert agg.to_hook_json()["reason"] == f"[{command}]: lint failed\n"
 
 
 @pytest.mark.asyncio

@@ -56,7 +56,7 @@ async def test_async_run_printed_json_and_sys_exit_2(project, trusted):
             agg = await runner.fire("UserPromptSubmit", {"prompt": "x"}, session(project))
     assert [r.outcome for r in agg.results] == ["success", "success", "blocked"]
     assert agg.additional_context == "plain context\nfrom print"
-    assert agg.decision == "block" and agg.reason == "no secrets in prompts"
+    assert agg.decision == "block" and agg.reason == "no secrets in prompts\n"
 
 
 @pytest.mark.asyncio
