@@ -176,3 +176,56 @@ async def test_the_bundled_cli_resolves_the_same_root_version_and_data_folder(tm
     [entry] = json.loads(listed.stdout)["trust"]["plugins"]
     assert (entry["root"], entry["version"]) == (cli_plugin["path"], cli_plugin["version"])
     assert {(c["root"], c["data"]) for c in cli_calls} == {(entry["root"], entry["dataDir"])}
+
+
+async def test_a_held_back_plugin_is_kept_out_of_the_bundled_cli_by_the_flag_settings_orion_gives_it(
+        tmp_path, monkeypatch) -> None:
+    """What a plugin brings besides hooks follows its trust: for a user's plugin changed since its pin, the CLI is
+    given `enabledPlugins: {id: false}` in the flag settings, and the bundled CLI then loads none of it (its commands
+    are gone from the session), where it loads them for an unchanged plugin."""
+    import json
+    import os
+    import subprocess
+
+    from hooks.hookset import load_hookset
+    from sidecar.agent import AgentConfig, AgentSession
+    from tests.conformance.harness import OFFLINE, ScriptedServer, cli_path
+    from tests.e2e.conftest import SCENARIOS
+
+    config = tmp_path / "home" / ".claude"
+    plugin = install(config, tmp_path / "marketplace", "guard", log_dir=tmp_path / "guard-log")
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**os.environ, **OFFLINE, "HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(config)}
+    monkeypatch.delenv("ORION_CLAUDE_USER_SETTINGS")  # read the user's Claude Code folder as `claude` does
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+
+    def flag_settings() -> tuple[list[str], str]:
+        held = sorted(load_hookset(project).held_back_plugins())
+        agent = AgentSession.__new__(AgentSession)  # only its flag settings are wanted here
+        agent.config = AgentConfig(project_dir=project, session_id="x", disabled_plugins=held)
+        return held, agent._flag_settings()
+
+    def cli_commands(settings: str) -> list[str]:
+        server = ScriptedServer(SCENARIOS / "claude_user_bash.yaml", tmp_path / "requests.jsonl")
+        try:
+            done = subprocess.run([cli_path(), "-p", "hi", "--output-format", "stream-json", "--verbose",
+                                   "--settings", settings, "--max-turns", "1"], cwd=project, capture_output=True,
+                                  text=True, timeout=120,
+                                  env={**env, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "scripted"})
+        finally:
+            server.close()
+        [init] = [r for r in map(json.loads, filter(None, done.stdout.splitlines()))
+                  if r.get("type") == "system" and r.get("subtype") == "init"]
+        return [c for c in init["slash_commands"] if c.startswith("guard:")]
+
+    held, settings = flag_settings()
+    assert held == [] and "enabledPlugins" not in json.loads(settings)
+    assert cli_commands(settings) == ["guard:check"]
+
+    (plugin.root / "commands" / "check.md").write_text("---\ndescription: check\n---\nSomething else.\n")  # an update
+    held, settings = flag_settings()
+    assert held == [plugin.plugin_id]
+    assert json.loads(settings)["enabledPlugins"] == {plugin.plugin_id: False}
+    assert json.loads(settings)["disableAllHooks"] is True
+    assert cli_commands(settings) == []
