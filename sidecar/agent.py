@@ -127,6 +127,8 @@ class AgentConfig:
     clean_env: bool = False
     # The CLI's `sandbox` settings (sidecar/sandbox.py), merged into the flag settings; None leaves them out.
     sandbox: dict[str, Any] | None = None
+    # The OS boundary the CLI starts inside (sidecar.boundary.Boundary; needs clean_env); None: none.
+    boundary: Any = None
     # MCP servers the client brought (ACP `mcpServers`), in the SDK's shape: name -> {type, command|url, ...}.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     # The hook events the CLI calls back for; None: every event the SDK can deliver. An event no hook listens to
@@ -240,6 +242,7 @@ class AgentSession:
         self._commands_sent: list[dict[str, str]] | None = None
         self._commands_key: tuple[Any, ...] | None = None
         self._trace_usage: dict[str, Any] = {}  # the current model request's token usage, when tracing is on
+        self._box: Any = None  # the open boundary (sidecar.boundary.Box) while the CLI runs inside it
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -254,6 +257,9 @@ class AgentSession:
         # its home is on record before the CLI writes prompts there, its pid right after the spawn.
         self.config.env = {**self.config.env, **supervisor.child_env()}
         supervisor.claim_home(self.config.env.get("HOME"))
+        if self.config.boundary is not None and self._box is None:
+            # The box's folder, argument file and relays exist before the CLI does (sidecar/boundary.py).
+            self._box = await anyio.to_thread.run_sync(self.config.boundary.open)
         options = self.build_options()
         transport = None
         client = None
@@ -284,6 +290,7 @@ class AgentSession:
                         await client.disconnect()
                     if transport is not None:
                         await transport.close()
+                self._close_box()
             raise
         self._client = client
 
@@ -338,9 +345,17 @@ class AgentSession:
 
     def _cli_env_and_path(self) -> tuple[dict[str, str], str | None]:
         cfg = self.config
-        if not cfg.clean_env:
+        if not cfg.clean_env and self._box is None:
             return dict(cfg.env), cfg.cli_path
-        return clean_cli_launch(cfg.env, cfg.cli_path)
+        launch, path = clean_cli_launch(cfg.env, cfg.cli_path)
+        if self._box is not None:
+            launch.update(self._box.launch_env())  # cli_exec.sh's alone: not kept for the CLI
+        return launch, path
+
+    def _close_box(self) -> None:
+        box, self._box = self._box, None
+        if box is not None:
+            box.close()
 
     def _system_prompt(self) -> Any:
         extra = (self.config.append_context or "").strip()
@@ -365,6 +380,7 @@ class AgentSession:
             log.warning("CLI %s outlived disconnect; killing it", self.cli_pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.cli_pid, signal.SIGKILL)
+        self._close_box()
 
     def alive(self) -> bool:
         """Started, not closed, and its CLI process still there."""

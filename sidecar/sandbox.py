@@ -1,18 +1,18 @@
-"""Decides whether a session's Bash runs inside the CLI's OS sandbox, and builds the CLI's `sandbox` settings for it.
+"""Decides whether a session runs inside an OS boundary, and builds it (sidecar/boundary.py) or, failing that, says why not.
+
+A session gets one boundary, set up once by the OS around the whole CLI process (bubblewrap on Linux, Seatbelt on
+macOS; Windows has none): its Bash, its file tools, its MCP servers, everything they start. With the boundary on,
+the CLI's own per-command sandbox is switched off (`sandbox.enabled: false` in its flag settings): the boundary
+already holds every command, and the per-command one costs ~87 ms per Bash call and ~220 ms per CLI start.
 
 Facts this relies on (Claude Code 2.1.330, checked on the bundled binary; docs/SECURITY.md "Sandbox"):
 
-- Linux needs `bwrap` and `socat` on the CLI's PATH (it looks nowhere else unless managed settings say so);
-  macOS uses Seatbelt (`/usr/bin/sandbox-exec`); other platforms have no sandbox.
-- With `failIfUnavailable: false` (the CLI's default) a missing backend only prints a warning and Bash runs
-  unconfined; with `true` the CLI refuses to start. We turn it on only where we found the backend, with
-  `failIfUnavailable: true`, so "sandboxed" in session/new's result can never be a silent lie.
-- `allowUnsandboxedCommands` defaults to true: the model may then retry any command with
-  `dangerouslyDisableSandbox`. We set it false, which a project's settings cannot undo.
-- `autoAllowBashIfSandboxed` defaults to false on this build; we pin false so the sandbox never approves a
-  command: Bash keeps going through hooks and the user's permission flow.
-- Flag settings (`--settings`) outrank project and local settings, and a `false` for `sandbox.enabled` from
-  project settings is ignored when flag settings say true.
+- Flag settings (`--settings`) outrank project and local settings: a project's `sandbox.enabled: true` cannot
+  switch the per-command sandbox back on behind our report, nor `false` matter where it was on.
+- bubblewrap needs user namespaces (or setuid) and a PID and network namespace; containers often forbid them,
+  so the sidecar probes once per process with the boundary's own namespaces.
+- Without a boundary (none available, or the app's `sandbox: "off"`), the CLI's own sandbox is off as well: the
+  session says so, with the reason, and `required` refuses to start.
 """
 
 from __future__ import annotations
@@ -36,17 +36,19 @@ _probe_cache: dict[str, str | None] = {}
 
 
 class SandboxUnavailable(RuntimeError):
-    """The app required a sandbox and this machine cannot give one; the message says why."""
+    """The app required a sandbox and this machine cannot give one (or the user's sandbox settings are bad); the
+    message says why."""
 
 
 @dataclass(slots=True, frozen=True)
 class SandboxStatus:
-    """What a session got: on or off, on which platform, why not, and what Bash may never write."""
+    """What a session got: on or off, on which platform, why not, what it may never write, and the boundary."""
 
     enabled: bool
     platform: str
     reason: str | None = None
     denied_write_paths: tuple[str, ...] = field(default_factory=tuple)
+    boundary: Any = None  # sidecar.boundary.Boundary when enabled: what AgentSession starts the CLI inside
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -62,12 +64,12 @@ def platform_name() -> str:
 
 
 def backend_problem(path_env: str | None, platform: str | None = None) -> str | None:
-    """None when the CLI can sandbox Bash here with this PATH, else a sentence saying what is missing."""
+    """None when a boundary can be built here with this PATH, else a sentence saying what is missing."""
     platform = platform or platform_name()
     if platform == "macos":
         return None if os.access(MACOS_SANDBOX_EXEC, os.X_OK) else f"{MACOS_SANDBOX_EXEC} is missing"
     if platform != "linux":
-        return f"the Claude Code CLI has no sandbox on {platform}"
+        return f"no OS boundary on {platform}: Orion has none there and the Claude Code CLI's sandbox does not run there"
     bwrap = shutil.which("bwrap", path=path_env)
     missing = [name for name, found in (("bubblewrap (bwrap)", bwrap), ("socat", shutil.which("socat", path=path_env)))
                if found is None]
@@ -77,13 +79,14 @@ def backend_problem(path_env: str | None, platform: str | None = None) -> str | 
 
 
 def _probe_bwrap(bwrap: str) -> str | None:
-    """Can bwrap make namespaces here (containers often forbid it)? Cached per binary: the answer does not change."""
+    """Can bwrap make the boundary's namespaces here (containers often forbid it)? Cached per binary."""
     with _probe_lock:
         if bwrap in _probe_cache:
             return _probe_cache[bwrap]
         try:
             done = subprocess.run(
-                [bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--dev", "/dev", "true"],
+                [bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--cap-drop", "ALL",
+                 "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "true"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 timeout=_PROBE_TIMEOUT_S, check=False,
             )
@@ -99,7 +102,7 @@ def denied_write_paths(project_dir: Path, data_dirs: list[Path], user_settings: 
     """Orion's own files and the project's hook machinery: what a turned agent would rewrite to outlive the session.
 
     The whole project `.claude/` is denied, not only its settings files: hook scripts live there and a
-    rewritten script runs outside the sandbox the next time a hook fires (the trust store would notice,
+    rewritten script runs outside the box the next time a hook fires (the trust store would notice,
     but only after the user is asked again).
     """
     candidates = [*data_dirs, user_settings.parent, project_dir / ".claude"]
@@ -111,8 +114,23 @@ def denied_write_paths(project_dir: Path, data_dirs: list[Path], user_settings: 
     return tuple(seen)
 
 
-def decide(mode: SandboxMode | None, path_env: str | None, deny_write: tuple[str, ...]) -> SandboxStatus:
-    """The session's sandbox: on where the platform has it (mode auto), off only when the app says so."""
+def decide(
+    mode: SandboxMode | None,
+    path_env: str | None,
+    deny_write: tuple[str, ...],
+    *,
+    project: Path | None = None,
+    cli_env: dict[str, str] | None = None,
+    orion_dirs: list[Path] | None = None,
+    user_settings: Path | None = None,
+) -> SandboxStatus:
+    """The session's boundary: on where the platform has one (mode auto), off only when the app says so.
+
+    Without `project` (a caller that builds no boundary), an available platform gets the CLI's own per-command
+    sandbox instead, as before the boundary existed.
+    """
+    from sidecar import boundary as box
+
     platform = platform_name()
     if mode == "off":
         return SandboxStatus(False, platform, "turned off by the app (session/new sandbox: \"off\")")
@@ -121,13 +139,31 @@ def decide(mode: SandboxMode | None, path_env: str | None, deny_write: tuple[str
         if mode == "required":
             raise SandboxUnavailable(f"a sandbox is required but unavailable: {problem}")
         return SandboxStatus(False, platform, problem)
-    return SandboxStatus(True, platform, None, deny_write)
+    if project is None:
+        return SandboxStatus(True, platform, None, deny_write)
+    env = cli_env or {}
+    try:
+        settings = box.load_settings(user_settings) if user_settings is not None else box.BoxSettings()
+        plan = box.plan(project, env, orion_dirs=orion_dirs or [], settings=settings)
+    except box.BoundaryError as exc:
+        raise SandboxUnavailable(str(exc)) from None
+    if platform == "linux":
+        launcher = shutil.which("bwrap", path=path_env) or "bwrap"
+        helper = shutil.which("socat", path=path_env) or "socat"
+    else:
+        launcher, helper = MACOS_SANDBOX_EXEC, ""
+    # Reported: the places the old per-command sandbox named (less what the box lets the CLI write: its own
+    # config dir), then the boundary's read-only and hidden places.
+    writable = set(plan.writable)
+    denied = tuple(dict.fromkeys([*(p for p in deny_write if p not in writable), *plan.denied_write_paths()]))
+    return SandboxStatus(True, platform, None, denied, box.Boundary(plan, platform, launcher, helper))
 
 
 def cli_settings(status: SandboxStatus) -> dict[str, Any]:
     """The `sandbox` object for the CLI's flag settings."""
-    if not status.enabled:
-        # Explicit: a user's own settings file must not switch on a half-working sandbox behind our report.
+    if not status.enabled or status.boundary is not None:
+        # Off when there is no sandbox (a user's own settings file must not switch on a half-working one behind
+        # our report), and off inside the boundary: it already holds every command, at no cost per command.
         return {"enabled": False}
     return {
         "enabled": True,

@@ -468,6 +468,7 @@ class SessionManager:
             env=cli_env,
             clean_env=True,
             sandbox=cli_settings(sandbox),
+            boundary=sandbox.boundary,
             setting_sources=list(settings["sources"]),
             permission_mode=permission_mode,
             allowed_tools=list(request.allowed_tools or []),
@@ -797,7 +798,9 @@ def confine(
     config_dir = cli_config_dir(env)
     deny = denied_write_paths(project, [data_dir, hook_paths.data_dir()], hook_paths.user_settings_path(), config_dir)
     try:
-        sandbox = decide(mode, env.get("PATH"), deny)  # type: ignore[arg-type]
+        sandbox = decide(mode, env.get("PATH"), deny, project=project, cli_env=env,  # type: ignore[arg-type]
+                         orion_dirs=[data_dir, hook_paths.data_dir(), hook_paths.user_settings_path().parent],
+                         user_settings=hook_paths.user_settings_path())
     except SandboxUnavailable as exc:
         raise ServerError(str(exc), data={"reason": "sandboxUnavailable"}) from None
     # Not CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1: on 2.1.330 it hides the model key from Bash but runs Bash in its own

@@ -104,8 +104,10 @@ async def test_an_api_key_helper_in_the_users_claude_settings(sidecar, gateway, 
     url, log = gateway
     config = tmp_path / "claude-config"
     config.mkdir()
-    ran = tmp_path / "helper-ran"
-    helper = tmp_path / "key-helper.sh"
+    # In the CLI's config dir: the CLI runs the helper inside the session's OS boundary, which has a /tmp of its own
+    # (tmp_path is not there) and writes only where the CLI may (its config dir).
+    ran = config / "helper-ran"
+    helper = config / "key-helper.sh"
     helper.write_text(f"#!/bin/sh\necho run >> '{ran}'\necho helper-key-0451-dummy\n")
     helper.chmod(helper.stat().st_mode | stat.S_IXUSR)
     (config / "settings.json").write_text(json.dumps({"apiKeyHelper": str(helper)}))

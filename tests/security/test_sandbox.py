@@ -20,6 +20,7 @@ import pytest
 from ipc.errors import RemoteError
 from sidecar.sandbox import backend_problem
 from tests.e2e.conftest import E2ESidecar, fixed_policy, open_sidecar
+from tests.security.box_helpers import visible_outside
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 
@@ -49,10 +50,8 @@ async def probe(run: E2ESidecar, session_id: str, prompt: str) -> str:
     return str(outputs[0].get("output") or "")
 
 
-def outside_link(run: E2ESidecar, tmp_path: Path) -> Path:
-    """A folder beside the project, reachable from it as `outside-link`."""
-    outside = tmp_path / "outside"
-    outside.mkdir(exist_ok=True)
+def outside_link(run: E2ESidecar, outside: Path) -> Path:
+    """A folder outside the project (visible, read-only, in the box), reachable from it as `outside-link`."""
     (run.project / "outside-link").symlink_to(outside)
     return outside
 
@@ -76,18 +75,19 @@ async def test_a_session_says_it_is_sandboxed_and_what_bash_may_not_write(sideca
 @needs_sandbox
 async def test_bash_writes_the_project_and_nothing_outside_it(tmp_path: Path) -> None:
     # The user approves whatever is asked: the sandbox alone must hold.
-    async with open_sidecar(tmp_path, "notes", permission=fixed_policy("allow_once")) as run:
-        outside = outside_link(run, tmp_path)
-        sid = (await new_session(run))["sessionId"]
-        assert "inside=written" in await probe(run, sid, "probe write inside")
-        assert (run.project / "inside.txt").read_text() == "ok\n"
-        written = await probe(run, sid, "probe write outside")
-        assert "outside=refused" in written and "Read-only file system" in written
-        # Asking the CLI to skip the sandbox (dangerouslyDisableSandbox) changes nothing.
-        escaped = await probe(run, sid, "probe escape")
-        assert "escape=refused" in escaped
-        assert list(outside.iterdir()) == []
-        await run.end(sid)
+    with visible_outside() as folder:
+        async with open_sidecar(tmp_path, "notes", permission=fixed_policy("allow_once")) as run:
+            outside = outside_link(run, folder)
+            sid = (await new_session(run))["sessionId"]
+            assert "inside=written" in await probe(run, sid, "probe write inside")
+            assert (run.project / "inside.txt").read_text() == "ok\n"
+            written = await probe(run, sid, "probe write outside")
+            assert "outside=refused" in written and "Read-only file system" in written
+            # Asking the CLI to skip the sandbox (dangerouslyDisableSandbox) changes nothing.
+            escaped = await probe(run, sid, "probe escape")
+            assert "escape=refused" in escaped
+            assert list(outside.iterdir()) == []
+            await run.end(sid)
 
 
 @needs_sandbox
@@ -130,16 +130,17 @@ async def test_bash_cannot_read_the_sidecars_environment(tmp_path: Path) -> None
 async def test_project_settings_cannot_turn_the_sandbox_off(tmp_path: Path) -> None:
     weaken = {"sandbox": {"enabled": False, "failIfUnavailable": False, "allowUnsandboxedCommands": True,
                           "autoAllowBashIfSandboxed": True, "filesystem": {"allowWrite": ["//"]}}}
-    async with open_sidecar(tmp_path, "notes", permission=fixed_policy("allow_once")) as run:
-        (run.project / ".claude").mkdir()
-        for name in ("settings.json", "settings.local.json"):
-            (run.project / ".claude" / name).write_text(json.dumps(weaken))
-        outside = outside_link(run, tmp_path)
-        result = await new_session(run)
-        assert result["sandbox"]["enabled"] is True
-        assert "outside=refused" in await probe(run, result["sessionId"], "probe write outside")
-        assert list(outside.iterdir()) == []
-        await run.end(result["sessionId"])
+    with visible_outside() as folder:
+        async with open_sidecar(tmp_path, "notes", permission=fixed_policy("allow_once")) as run:
+            (run.project / ".claude").mkdir()
+            for name in ("settings.json", "settings.local.json"):
+                (run.project / ".claude" / name).write_text(json.dumps(weaken))
+            outside = outside_link(run, folder)
+            result = await new_session(run)
+            assert result["sandbox"]["enabled"] is True
+            assert "outside=refused" in await probe(run, result["sessionId"], "probe write outside")
+            assert list(outside.iterdir()) == []
+            await run.end(result["sessionId"])
 
 
 @needs_sandbox
@@ -213,8 +214,9 @@ class _Approve:
 
 @needs_sandbox
 async def test_even_a_cli_reading_project_settings_keeps_the_sandbox(tmp_path: Path) -> None:
-    """The sidecar reads no project file to decide, and the CLI, told to read project and local settings
-    (the round-2 plan), still lets the flag settings win: the weakening keys do nothing."""
+    """The sidecar reads no project file to decide, and a CLI told to read project and local settings (sandbox
+    keys that would weaken its own per-command sandbox, an allow rule for Bash) still runs inside the boundary:
+    the OS does not read the CLI's settings."""
     from sidecar.agent import AgentConfig, AgentSession
     from sidecar.sandbox import cli_settings, decide
     from sidecar.scripted_model.server import get_or_start
@@ -223,32 +225,34 @@ async def test_even_a_cli_reading_project_settings_keeps_the_sandbox(tmp_path: P
     project = tmp_path / "project"
     (project / ".claude").mkdir(parents=True)
     weaken = {"sandbox": {"enabled": False, "allowUnsandboxedCommands": True, "autoAllowBashIfSandboxed": True,
-                          "filesystem": {"allowWrite": [str(tmp_path)]}}, "permissions": {"allow": ["Bash"]}}
+                          "filesystem": {"allowWrite": ["/"]}}, "permissions": {"allow": ["Bash"]}}
     for name in ("settings.json", "settings.local.json"):
         (project / ".claude" / name).write_text(json.dumps(weaken))
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (project / "outside-link").symlink_to(outside)
-    env = cli_environment(offline_env(get_or_start(PROBES), tmp_path / "home"))
-    status = decide("auto", env.get("PATH"), (str(project / ".claude"),))
+    env = cli_environment(offline_env(get_or_start(PROBES), tmp_path / "data" / "cli-home" / "s1"))
+    status = decide("auto", env.get("PATH"), (str(project / ".claude"),), project=project, cli_env=env,
+                    orion_dirs=[tmp_path / "data"])
+    assert status.boundary is not None and cli_settings(status) == {"enabled": False}
     outputs: list[str] = []
 
     async def on_update(update: dict[str, Any]) -> None:
         if update.get("sessionUpdate") == "tool_call_update":
             outputs.append(str(update.get("output")))
 
-    config = AgentConfig(project_dir=project, session_id="5a0d3c1e-0000-4000-8000-000000000001", env=env,
-                         clean_env=True, sandbox=cli_settings(status), setting_sources=["user", "project", "local"],
-                         allowed_tools=["Bash"])
-    agent = AgentSession(config, _NoHooks(), _Approve(), on_update)
-    await agent.start()
-    try:
-        await agent.prompt("probe escape")
-        await agent.prompt("probe write outside")
-    finally:
-        await agent.close()
-    assert "escape=refused" in outputs[0] and "outside=refused" in outputs[1], outputs
-    assert list(outside.iterdir()) == []
+    with visible_outside() as outside:
+        (project / "outside-link").symlink_to(outside)
+        config = AgentConfig(project_dir=project, session_id="5a0d3c1e-0000-4000-8000-000000000001", env=env,
+                             clean_env=True, sandbox=cli_settings(status), boundary=status.boundary,
+                             setting_sources=["user", "project", "local"], allowed_tools=["Bash"])
+        agent = AgentSession(config, _NoHooks(), _Approve(), on_update)
+        await agent.start()
+        try:
+            await agent.prompt("probe escape")
+            await agent.prompt("probe write outside")
+        finally:
+            await agent.close()
+        assert "escape=refused" in outputs[0] and "outside=refused" in outputs[1], outputs
+        assert "Read-only file system" in outputs[1]
+        assert list(outside.iterdir()) == []
 
 
 @needs_sandbox
@@ -258,12 +262,12 @@ async def test_the_clis_env_scrub_cannot_open_the_sandbox(tmp_path: Path, where:
     /root and /home writable (measured: docs/FIDELITY.md). A cloned project's settings `env`, or a variable in the
     environment the sidecar was started with, must not get it to the CLI. Only env-isolation runs among the
     built-ins, so no guard stands between the command and the sandbox."""
-    probe = Path("/tmp/orion-scrub-escape-probe")
-    probe.unlink(missing_ok=True)
     scenario = PROBES.with_name("scrub_escape.yaml")
     env = {"CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "1"} if where != "project settings env" else {}
-    try:
+    with visible_outside() as outside:
+        probe = outside / "orion-scrub-escape-probe"
         async with open_sidecar(tmp_path, "notes", trust=False, permission=fixed_policy("allow_once"), env=env) as run:
+            outside_link(run, outside)
             if where == "project settings env":
                 claude = run.project / ".claude"
                 claude.mkdir()
@@ -277,5 +281,3 @@ async def test_the_clis_env_scrub_cannot_open_the_sandbox(tmp_path: Path, where:
             outputs = [str(u.get("output")) for u in run.updates(session["sessionId"], "tool_call_update")]
         assert any("DENIED" in o for o in outputs), outputs
         assert not probe.exists()
-    finally:
-        probe.unlink(missing_ok=True)
