@@ -18,7 +18,8 @@ Goals: the boundary adds ≤ 10 ms to a Bash turn and ≤ 50 ms to session start
 
 Part 2 times the boundary's pieces alone: the plan (sidecar/boundary.py, stat calls), opening a box (its folder,
 argument file, the relays' unix sockets) and closing it, bubblewrap with a session's real arguments starting
-``true`` through box_init.sh against a bare spawn, cli_exec.sh in front of the CLI, and the one-off bwrap probe.
+``date`` through box_init.sh against a bare spawn (spawn to the program running), a minimal box with and without a
+network namespace, and cli_exec.sh in front of the CLI.
 """
 
 from __future__ import annotations
@@ -111,10 +112,12 @@ def micro(runs: int) -> None:
         env = {"HOME": str(cli_home), "CLAUDE_CONFIG_DIR": str(cli_home / ".claude"), "PATH": os.environ["PATH"],
                "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
         orion = [data, home / ".config" / "orion"]
+        started = time.perf_counter()
         problem = sandbox.backend_problem(os.environ.get("PATH"))
+        print(f"bwrap probe, once per process: {(time.perf_counter() - started) * 1000:.2f} ms; problem: {problem}")
         started = time.perf_counter()
         status = sandbox.decide("auto", os.environ.get("PATH"), (), project=project, cli_env=env, orion_dirs=orion)
-        print(f"decide (probe included, first call): {(time.perf_counter() - started) * 1000:.2f} ms; problem: {problem}")
+        print(f"decide (probe cached, plan included): {(time.perf_counter() - started) * 1000:.2f} ms")
         if status.boundary is None:
             return
         print(f"plan:                {p50_p90(timed(lambda: boundary.plan(project, env, orion_dirs=orion, home=home), runs))}")
@@ -141,6 +144,13 @@ def micro(runs: int) -> None:
         print(f"spawn → `date` running, bare:  {p50_p90(bare)}")
         print(f"spawn → `date` running inside a box (cli_exec.sh, bwrap, box_init.sh starting the proxy relay): "
               f"{p50_p90(boxed)}")
+        # The network namespace's own price: the same minimal box running `true`, with and without one.
+        bwrap = shutil.which("bwrap") or "bwrap"
+        minimal = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--as-pid-1",
+                   "--die-with-parent"]
+        for label, extra in (("without", []), ("with", ["--unshare-net"])):
+            times = timed(lambda: subprocess.run([*minimal, *extra, true], check=True), runs)
+            print(f"bwrap `true`, {label} a network namespace: {p50_p90(times)}")
         keep = " ".join(sorted({*os.environ, "CLAUDE_CODE_ENTRYPOINT", "PWD"}))
         env_exec = {**os.environ, "ORION_CLI_EXEC_REAL": true, "ORION_CLI_ENV_KEEP": keep}
         print(f"cli_exec.sh alone:   {p50_p90(timed(lambda: subprocess.run([str(CLI_EXEC)], env=env_exec, check=True), runs))}")
