@@ -154,18 +154,22 @@ class BoxPlan:
             if os.path.exists(path):
                 args += ["--ro-bind", path, path]
         args += ["--tmpfs", "/tmp"]
-        ops: list[tuple[str, int, list[str]]] = []
-        for path in self.hidden_dirs:
-            ops.append((path, 0, ["--perms", "0111", "--tmpfs", path]))
-        for path in self.hidden_files:
-            ops.append((path, 0, ["--ro-bind", empty_file, path]))
-        for path in self.writable:
-            ops.append((path, 1, ["--bind", path, path]))
-        for path in self.read_only:
-            ops.append((path, 2, ["--ro-bind", path, path]))
-        # Parents before children; at one path: hide, then open, then close again.
-        for _path, _rank, op in sorted(ops, key=lambda o: (_depth(o[0]), o[1])):
-            args += op
+        # Open, then close inside what is open, then hide, then open what sits inside a hidden place (a scripted
+        # session's CLI home in Orion's data dir); parents before children within each step. Hiding after the
+        # read-only binds matters: bwrap follows symlinks, so a project entry swapped for a link to ~/.ssh between
+        # the plan and the start binds the real ~/.ssh read-only, and only a later tmpfs covers it again.
+        inside_hidden = [p for p in self.writable if any(_under(p, h) and p != h for h in self.hidden_dirs)]
+        steps: list[list[tuple[str, list[str]]]] = [
+            [(p, ["--bind", p, p]) for p in self.writable if p not in inside_hidden],
+            [(p, ["--ro-bind", p, p]) for p in self.read_only if not any(_under(p, w) for w in inside_hidden)],
+            [(p, ["--perms", "0111", "--tmpfs", p]) for p in self.hidden_dirs]
+            + [(p, ["--ro-bind", empty_file, p]) for p in self.hidden_files],
+            [(p, ["--bind", p, p]) for p in inside_hidden],
+            [(p, ["--ro-bind", p, p]) for p in self.read_only if any(_under(p, w) for w in inside_hidden)],
+        ]
+        for step in steps:
+            for _path, op in sorted(step, key=lambda item: _depth(item[0])):
+                args += op
         args += ["--ro-bind", net_dir, net_dir]
         proxy = f"http://127.0.0.1:{self.proxy_port}"
         args += ["--setenv", "TMPDIR", "/tmp"]

@@ -460,7 +460,7 @@ class SessionManager:
                 disallowed = tools.replaced
             client_tools = {"files": files, "terminal": terminal}
             if client_capabilities.get("terminal") and not terminal:
-                client_tools["terminalReason"] = "the session's Bash runs in the CLI's OS sandbox"
+                client_tools["terminalReason"] = "the session's commands run inside its OS boundary"
         config = AgentConfig(
             project_dir=project,
             session_id=sid,

@@ -272,3 +272,39 @@ async def test_the_network_is_orions_proxy_with_the_users_allow_list(tmp_path: P
     assert "unreachable" in out["world"].lower() or "Failed to connect" in out["world"], out["world"]
     assert "hello-from-outside" in out["listed"], out["listed"]
     assert "hello-from-outside" not in out["unlisted"] and "sandbox.network.allowedHosts" in out["unlisted"]
+
+
+def test_a_project_entry_swapped_for_a_link_after_the_plan_reveals_nothing(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """bwrap follows symlinks when it binds: `.idea` planned read-only, then swapped for a link to ~/.ssh (a concurrent
+    session in the same project could do it) binds the real ~/.ssh; the hiding that comes later covers it again.
+    The home is outside /tmp here, as a real one is (the box's /tmp is its own: a link into the host's fails)."""
+    import shutil
+
+    from sidecar import sandbox as box_sandbox
+    from sidecar.agent import CLI_EXEC
+    from tests.security.box_helpers import visible_outside
+
+    with visible_outside("orion-home-") as user_home:
+        monkeypatch.setenv("HOME", str(user_home))
+        (user_home / ".ssh").mkdir()
+        (user_home / ".ssh" / "id_rsa").write_text(CANARY + "\n")
+        data = user_home / ".local" / "share" / "orion"
+        cli_home = data / "cli-home" / "swap"
+        (cli_home / ".claude").mkdir(parents=True)
+        project = tmp_path / "project"
+        (project / ".idea").mkdir(parents=True)
+        env = {"HOME": str(cli_home), "CLAUDE_CONFIG_DIR": str(cli_home / ".claude"), "PATH": os.environ["PATH"]}
+        status = box_sandbox.decide("auto", os.environ["PATH"], (), project=project, cli_env=env, orion_dirs=[data])
+        assert os.path.realpath(project / ".idea") in status.boundary.plan.read_only
+        shutil.rmtree(project / ".idea")
+        # Relative: bwrap resolves it inside the new root, where the user's home is (an absolute link fails there).
+        (project / ".idea").symlink_to(os.path.relpath(user_home / ".ssh", project))
+        box = status.boundary.open()
+        try:
+            launch = {**os.environ, **box.launch_env(), "ORION_CLI_EXEC_REAL": "/bin/sh", "ORION_CLI_ENV_KEEP": "PATH"}
+            done = subprocess.run([str(CLI_EXEC), "-c", f"cat '{user_home}/.ssh/id_rsa' .idea/id_rsa; echo probe-done"],
+                                  env=launch, cwd=project, capture_output=True, text=True, timeout=30)
+        finally:
+            box.close()
+    assert "probe-done" in done.stdout and CANARY not in done.stdout + done.stderr, (done.stdout, done.stderr)

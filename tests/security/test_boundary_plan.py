@@ -89,6 +89,11 @@ def test_bwrap_arguments_place_every_parent_before_its_children(tmp_path: Path) 
     assert order.index(os.path.realpath(orion[0])) < order.index(os.path.realpath(env["HOME"]))
     assert order.index(os.path.realpath(project)) < order.index(os.path.realpath(project / ".claude"))
     assert ("/proc/sys", "--ro-bind") in targets  # uid 0 without capabilities could still write sysctls
+    # The hiding comes after the project's read-only binds: bwrap follows symlinks, so a project entry swapped for a
+    # link to ~/.ssh after the plan would bind the real one; the later tmpfs covers it again.
+    hides = [i for i, (t, flag) in enumerate(targets) if flag == "--tmpfs" and t != "/tmp"]
+    project_binds = [i for i, (t, _flag) in enumerate(targets) if t.startswith(os.path.realpath(project))]
+    assert max(project_binds) < min(hides)
     assert args[args.index("ANTHROPIC_UNIX_SOCKET") + 1] == "/box/net/model.sock"
     assert args[args.index("--chdir") + 1] == os.path.realpath(project)
 
