@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -291,7 +292,8 @@ def plan(
     orion = [_resolved(p) for p in orion_dirs]
     session_owned = cli_home != home_dir and any(_under(cli_home, d) for d in orion)
 
-    writable = [project_dir, *(_resolved(p) for p in (*extra_writable, *settings.writable_paths))]
+    extra: list[str | Path] = [*extra_writable, *settings.writable_paths]
+    writable = [project_dir, *(_resolved(p) for p in extra)]
     read_only = [os.path.join(project_dir, name) for name in PROJECT_READ_ONLY]
     read_only += _git_code_paths(project_dir) + _secret_files(project_dir)
     create: list[str] = []
@@ -303,7 +305,10 @@ def plan(
     for path in settings.hidden_paths:
         why.setdefault(_resolved(path), "listed in the user's sandbox.hiddenPaths")
     runtime = cli_env.get("XDG_RUNTIME_DIR") or os.environ.get("XDG_RUNTIME_DIR")
-    for path in (*RUNTIME_HIDDEN, *([runtime] if runtime else [])):
+    # Not on macOS: /var/run there holds what every program needs (mDNSResponder, syslog), and its agents' sockets
+    # live elsewhere (launchd's per-user folders under /private/tmp and /private/var/folders).
+    runtime_places = () if sys.platform == "darwin" else RUNTIME_HIDDEN
+    for path in (*runtime_places, *([runtime] if runtime else [])):
         why.setdefault(_resolved(path), "agent and bus sockets (ssh-agent, gpg-agent, keyrings, D-Bus, Docker)")
     why.setdefault(_resolved(os.path.join(home_dir, ".claude")), "the user's Claude Code home: other sessions' "
                    "transcripts, the user's settings and hooks")

@@ -280,7 +280,7 @@ def _note_denied(relays: Relays, what: str) -> None:
 async def _direct(host: str, port: int, policy: HostPolicy) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
     infos = await asyncio.wait_for(loop.getaddrinfo(host, port, type=1), CONNECT_TIMEOUT_S)  # SOCK_STREAM
-    addresses = [info[4][0] for info in infos]
+    addresses = [str(info[4][0]) for info in infos]
     if not policy.literal(host) and any(_local_address(a) for a in addresses):
         raise PermissionError(f"{host} resolves to a local address")
     last: Exception | None = None
