@@ -28,6 +28,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -464,6 +465,7 @@ class Box:
     def open(cls, boundary: Boundary) -> Box:
         from sidecar import box_net
 
+        _sweep_once()
         box, plan = cls(boundary), boundary.plan
         try:
             for path in plan.create_dirs:
@@ -512,10 +514,50 @@ class Box:
 BOX_INIT = Path(__file__).resolve().parent / "box_init.sh"
 
 
-def _private_tmp_dir() -> str:
-    """A 0700 folder for the box's files, with a short path: a unix socket's path must fit in 108 bytes, and
-    the socket paths are passed through a shell word list (no whitespace)."""
+BOX_PREFIX = "orion-box-"
+_swept = threading.Event()
+
+
+def _box_base() -> str:
+    """Where the boxes' folders go: a short path (a unix socket's must fit in 108 bytes) without whitespace (the
+    socket paths pass through a shell word list)."""
     base = tempfile.gettempdir()
-    if len(base) > 40 or any(c.isspace() for c in base):
-        base = "/tmp"
-    return tempfile.mkdtemp(prefix="orion-box-", dir=base)
+    return "/tmp" if len(base) > 40 or any(c.isspace() for c in base) else base
+
+
+def _private_tmp_dir() -> str:
+    """A 0700 folder for one box's files, named after this sidecar (`orion-box-<pid>-<start>-…`) so that a later
+    sidecar can tell a dead one's leftovers (its box folders outlive a `kill -9`) from a live one's."""
+    from sidecar.reaper import start_of
+
+    start = re.sub(r"[^0-9]", "", start_of(os.getpid()) or "0")
+    return tempfile.mkdtemp(prefix=f"{BOX_PREFIX}{os.getpid()}-{start}-", dir=_box_base())
+
+
+def _sweep_once() -> None:
+    """Remove box folders whose sidecar is gone (once per process): only ours (this user's, 0700, the name's pid
+    and start time no longer a live process), never through a link."""
+    if _swept.is_set():
+        return
+    _swept.set()
+    from sidecar.reaper import start_of
+
+    base = _box_base()
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        found = re.fullmatch(rf"{BOX_PREFIX}(\d+)-(\d+)-[A-Za-z0-9_]+", name)
+        if found is None:
+            continue
+        path = os.path.join(base, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            continue
+        pid, start = int(found.group(1)), found.group(2)
+        if re.sub(r"[^0-9]", "", start_of(pid) or "") != start:
+            shutil.rmtree(path, ignore_errors=True)

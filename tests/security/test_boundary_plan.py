@@ -284,3 +284,33 @@ def test_the_users_own_proxy_carries_what_the_box_may_reach(tmp_path: Path) -> N
         thread.join(5)
     assert seen and seen[0].startswith(b"CONNECT pypi.org:443 HTTP/1.1")
     assert b"Proxy-Authorization: Basic Y29ycDpzM2NyZXQ=" in seen[0]
+
+
+def test_a_dead_sidecars_box_folders_are_swept_and_nothing_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `kill -9` leaves a box's folder (its sockets, its empty file) behind: the next sidecar's first box removes
+    the folders whose sidecar is gone, never a live one's, a stranger's, or anything through a link."""
+    import subprocess
+    import sys
+
+    from sidecar.reaper import start_of
+
+    monkeypatch.setattr(boundary, "_box_base", lambda: str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    me = re.sub(r"[^0-9]", "", start_of(os.getpid()) or "0")
+    stale = tmp_path / f"orion-box-{dead_pid}-123-abc"
+    recycled = tmp_path / f"orion-box-{os.getpid()}-{me}9-abc"  # our pid, another start: a recycled pid
+    live = tmp_path / f"orion-box-{os.getpid()}-{me}-abc"
+    wide = tmp_path / f"orion-box-{dead_pid}-123-wide"
+    target = tmp_path / "precious"
+    for folder in (stale, recycled, live, wide, target):
+        folder.mkdir(mode=0o700)
+    wide.chmod(0o755)
+    (stale / "net").mkdir()
+    (target / "keep.txt").write_text("mine")
+    (tmp_path / f"orion-box-{dead_pid}-123-link").symlink_to(target)
+    monkeypatch.setattr(boundary, "_swept", threading.Event())
+    boundary._sweep_once()
+    assert not stale.exists() and not recycled.exists()
+    assert live.is_dir() and wide.is_dir() and (target / "keep.txt").read_text() == "mine"
+    assert (tmp_path / f"orion-box-{dead_pid}-123-link").is_symlink()
