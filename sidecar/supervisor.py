@@ -10,6 +10,12 @@ macOS alike (a pipe's EOF is POSIX); PR_SET_PDEATHSIG would cover only direct
 children, only on Linux, and fires when the spawning *thread* ends. If the
 watchdog itself is killed, it is started again; if both die, the next sidecar
 sweeps the record at its start-up.
+
+While it lives, the sidecar adopts every orphan below it (a child subreaper,
+set up by hooks/executors/leftovers.py with the first hook runner): what a hook
+leaves becomes its child, is recorded here through `hooks.children`, and dies
+with its session. Each child this process spawns in its own session is named to
+that module, so that it is never taken for an orphan and reaped behind its owner.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ class Supervisor:
         self._pipe_w = -1
         self.watchdog: subprocess.Popen[bytes] | None = None
         self._respawns = 0
+        self._unvouched: list[tuple[int, str]] = []
 
     # ------------------------------------------------------------------ start / stop
 
@@ -75,6 +82,9 @@ class Supervisor:
             )
         finally:
             os.close(read_end)
+        start = reaper.start_of(self.watchdog.pid)
+        if start is not None:
+            self._vouch(self.watchdog.pid, start)
 
     def ensure_watchdog(self) -> bool:
         """Start the watchdog again if it died while we live (someone killed it); False once we gave up."""
@@ -99,7 +109,22 @@ class Supervisor:
         start = reaper.start_of(pid)
         if start is None:
             return  # already gone: whatever it started carries our token or sits in a recorded group
+        if own_group:
+            self._vouch(pid, start)
         self._append({"pid": pid, "start": start, "group": own_group})
+
+    def _vouch(self, pid: int, start: str) -> None:
+        # This process adopts the orphans below it (hooks/executors/leftovers.py makes it a child subreaper) and
+        # reaps those that die; a child we spawned in its own session is none of them, so it is named there.
+        # Passed on once that module is loaded (by the first hook runner): importing it here would cost start-up.
+        leftovers = sys.modules.get("hooks.executors.leftovers")
+        if leftovers is None:
+            self._unvouched.append((pid, start))
+            return
+        for early in self._unvouched:
+            leftovers.vouch(*early)
+        self._unvouched.clear()
+        leftovers.vouch(pid, start)
 
     def claim_home(self, home: Path) -> None:
         """Record a CLI home (only one directly under <data>/cli-home) so that it is removed when we die."""

@@ -15,13 +15,13 @@ from typing import Any
 
 from hooks import children
 from hooks.executors._capture import Capture
-from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, reap
+from hooks.executors.leftovers import MARKER_VAR, Helpers, describe, new_marker
 from hooks.interpret import parse_stdout
 from hooks.payload import MAX_ENV_PAYLOAD_BYTES, encode_payload
 from hooks.types import ExecutionReport, HookCall, no_progress
 
 KILL_GRACE_S = 2.0
-# After the shell exits, how long leftovers may keep our output pipes open before the group is killed.
+# After the shell exits, how long leftovers may keep our output pipes open before we give them up (as Claude Code).
 PIPE_LINGER_S = 0.5
 _READ = 65536
 
@@ -148,10 +148,15 @@ def command_argv(spec: Any) -> list[str] | str:
 class CommandExecutor:
     """Runs `type: "command"` hooks; exit codes and stdout are interpreted by the runner."""
 
-    __slots__ = ("kill_grace_s",)
+    __slots__ = ("kill_grace_s", "helpers")
 
     def __init__(self, *, kill_grace_s: float = KILL_GRACE_S) -> None:
         self.kill_grace_s = kill_grace_s
+        self.helpers = Helpers()  # what this session's hooks started to outlive them (hooks/executors/leftovers.py)
+
+    async def aclose(self) -> None:
+        """The session ends, and with it the helpers its hooks left running."""
+        await self.helpers.end()
 
     async def run(self, call: HookCall) -> ExecutionReport:
         spec = call.hook
@@ -172,7 +177,7 @@ class CommandExecutor:
             env["HOOK_PAYLOAD_FILE"] = payload_file
         try:
             return await _Run(call, argv, run_cwd(spec, call.payload, call.context.project_dir), env, data,
-                              self.kill_grace_s).go()
+                              self.kill_grace_s, self.helpers).go()
         finally:
             if payload_file:
                 with contextlib.suppress(OSError):
@@ -186,8 +191,10 @@ class _Run:
     hook costs one wake-up of the awaiting task.
     """
 
-    def __init__(self, call: HookCall, argv: list[str], cwd: Path, env: dict[str, str], data: bytes, grace: float) -> None:
+    def __init__(self, call: HookCall, argv: list[str], cwd: Path, env: dict[str, str], data: bytes, grace: float,
+                 helpers: Helpers) -> None:
         self.call = call
+        self.helpers = helpers
         self.argv = argv
         self.cwd = cwd
         self.env = env
@@ -226,6 +233,7 @@ class _Run:
         except OSError as exc:
             what = "program" if getattr(self.call.hook, "argv", None) is not None else "command"
             return ExecutionReport(status="error", error=f"could not start hook {what} (cwd {self.cwd}): {exc}")
+        self.run = self.helpers.started(self.proc.pid, self.env[MARKER_VAR], self.call.context.log, self.call.hook.name)
         children.started(self.proc.pid, own_group=True)
         pump = None
         try:
@@ -276,8 +284,8 @@ class _Run:
         self.watching.discard(pidfd)
         self.exited = True
         if self.open_pipes:
-            # Something the hook started still holds our pipes: give it a moment, then it dies with the group.
-            self.timers.append(self.loop.call_later(PIPE_LINGER_S, self._sweep, True))
+            # Something the hook started still holds our pipes: give it a moment, then give them up (_let_go).
+            self.timers.append(self.loop.call_later(PIPE_LINGER_S, self._let_go))
         self._maybe_settle()
 
     def _on_timeout(self) -> None:
@@ -359,14 +367,36 @@ class _Run:
                 return
 
     def _sweep(self, kill_group: bool) -> None:
-        # Nothing a hook started may outlive it: not its group (once we are killing), nor what carries the marker.
-        # After a normal exit the group is spared: a service the hook started without the marker may still be on its way out of it.
+        # What the hook left: a stray still attached to it dies, a helper it detached lives until the session ends
+        # (hooks/executors/leftovers.py); on a timeout or a cancel all of it dies, its group first.
         assert self.proc is not None
         if kill_group:
             self._signal(signal.SIGKILL)
         elif self.exited and nothing_started_since(self.proc.pid):
-            return  # the shell is gone and no process was created after it: nothing can carry the marker
-        self.leftovers += reap(self.env[MARKER_VAR], self.proc.pid, self.call.context.log, self.call.hook.name)
+            self.run.finish()
+            return  # the shell is gone and no process was created after it: it left nothing
+        self.leftovers += self.run.after(kill=kill_group)
+
+    def _let_go(self) -> None:
+        # Half a second after the exit, as Claude Code, the output is what was read: a stray still holding the pipes
+        # dies, a helper that detached keeps them (its later writes fail) and we stop reading.
+        assert self.proc is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        pipes = (os.fstat(self.proc.stdout.fileno()).st_ino, os.fstat(self.proc.stderr.fileno()).st_ino)
+        self.leftovers += self.run.after(kill=self.timed_out, pipes=pipes)
+        for pipe, cap in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            fd = pipe.fileno()
+            if fd not in self.watching:
+                continue
+            with contextlib.suppress(OSError):
+                for _ in range(16):  # what is already in the pipe, bounded: a helper may write on
+                    if not (chunk := os.read(fd, _READ)):
+                        break
+                    cap.feed(chunk)
+            self.loop.remove_reader(fd)
+            self.watching.discard(fd)
+            self.open_pipes -= 1
+        self._queue_lines()
+        self._maybe_settle()
 
     async def _tell_leftovers(self) -> None:
         note = describe(self.leftovers)
@@ -420,7 +450,7 @@ class _Run:
         if not self.exited or self.open_pipes:
             # cancelled mid-run: nothing of the hook may outlive us
             self._signal(signal.SIGKILL)
-            self.leftovers += reap(self.env[MARKER_VAR], proc.pid, self.call.context.log, self.call.hook.name)
+            self.leftovers += self.run.after(kill=True)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         for fd in self.watching:

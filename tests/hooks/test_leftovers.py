@@ -1,0 +1,182 @@
+"""What command hooks leave running, through the real runner and real processes: strays die with the hook, helpers it detached (however spelled) live until the session ends, a timeout kills everything, and finding them costs the same few /proc reads per hook at 10 or 200 hooks in flight."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+
+from hooks.executors import leftovers
+from tests.hooks.support import PRE_BASH, Recorder, cmd, running, session, settings
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adoption of orphans is Linux's")
+
+POST_BASH = {**PRE_BASH, "tool_response": {"stdout": "", "stderr": ""}}
+FAULTS = Path(__file__).resolve().parents[1] / "reliability" / "faulty_hooks" / "faults.py"
+SLEEPER = f"{sys.executable} -S {FAULTS} sleep"  # sleeps a minute; the tag after it names it on its command line
+
+
+def tagged(tag: str) -> list[psutil.Process]:
+    """Live processes whose command line carries `tag` (zombies are dead enough)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and any(tag in part for part in proc.info["cmdline"] or []):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+async def until(predicate: Any, what: str, timeout: float = 5.0) -> None:
+    try:
+        with anyio.fail_after(timeout):
+            while not predicate():
+                await anyio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not within {timeout:g} s") from None
+
+
+def kill_tagged(tag: str) -> None:
+    for proc in tagged(tag):
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+
+
+# The ways a hook starts something in the background, each child tagged with its kind.
+KEPT = {
+    "quiet": "{s} {t} >/dev/null 2>&1 &",  # let go of the hook's output
+    "nohup": "nohup {s} {t} &",  # holds the pipes, ignores SIGHUP
+    "setsid": "setsid {s} {t} &",  # holds the pipes, its own session
+    "double_fork": "( setsid sh -c '{s} {t} </dev/null >/dev/null 2>&1 &' & )",  # a daemon: double fork and setsid
+    # node's spawn({detached: true, stdio: "ignore"}).unref(), as a worker manager does it
+    "node_style": "{py} -c \"import subprocess, sys; subprocess.Popen(sys.argv[1:], start_new_session=True, "
+                  "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\" {s} {t}",
+}
+
+
+def background(kind: str, tag: str) -> str:
+    return KEPT[kind].format(s=SLEEPER, t=f"{kind}-{tag}", py=sys.executable)
+
+
+@pytest.mark.asyncio
+async def test_helpers_a_hook_detached_live_until_the_session_ends_and_a_stray_holding_its_output_dies(project):
+    tag = uuid.uuid4().hex[:8]
+    starts = "\n".join(background(kind, tag) for kind in KEPT)
+    command = f"{starts}\n{SLEEPER} stray-{tag} &\necho started"
+    hooks = settings("SessionStart", cmd(command, name="starter"))["hooks"]
+    hooks |= settings("PostToolUse", cmd("echo busy | cat; sleep 0.05 & wait", name="busy"))["hooks"]
+    project.settings({"hooks": hooks})
+    project.trust()
+    rec = Recorder()
+    try:
+        with anyio.fail_after(30):
+            async with running(project.load(), rec) as runner:
+                agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
+                [result] = agg.results
+                assert result.outcome == "success" and result.stdout == "started\n"
+                # the stray held the hook's output: it died half a second after the exit, and the observers were told
+                assert not tagged(f"stray-{tag}")
+                assert any("[orion] killed 1 process(es)" in line for line in rec.progress_lines("starter", "stderr"))
+                await until(lambda: len(tagged(tag)) == len(KEPT), "every helper up")
+                assert sorted(p.cmdline()[-1].rsplit("-", 1)[0] for p in tagged(tag)) == sorted(KEPT)
+                # the session goes on: other hooks fork, run and end; the helpers stay
+                helpers = {p.pid for p in tagged(tag)}
+                for _ in range(3):
+                    assert (await runner.fire("PostToolUse", POST_BASH, session(project))).results[0].outcome == "success"
+                assert {p.pid for p in tagged(tag)} == helpers
+            # runner.aclose() is the session's end
+            assert not tagged(tag)
+    finally:
+        kill_tagged(tag)
+
+
+@pytest.mark.asyncio
+async def test_a_timeout_kills_the_hook_and_everything_it_started_in_any_session(project):
+    tag = uuid.uuid4().hex[:8]
+    command = "\n".join([background("setsid", tag), background("double_fork", tag), background("quiet", tag), "sleep 30"])
+    project.settings(settings("PreToolUse", cmd(command, timeout=1)))
+    project.trust()
+    try:
+        with anyio.fail_after(30):
+            async with running(project.load()) as runner:
+                agg = await runner.fire("PreToolUse", PRE_BASH, session(project))
+                assert agg.results[0].outcome == "timeout"
+                await until(lambda: not tagged(tag), "everything the timed-out hook started gone")
+    finally:
+        kill_tagged(tag)
+
+
+@pytest.mark.asyncio
+async def test_one_session_ending_leaves_another_sessions_helpers_alone(tmp_path):
+    from tests.hooks.support import Project
+
+    tag = uuid.uuid4().hex[:8]
+    projects = []
+    for name in ("a", "b"):
+        p = Project((tmp_path / name).resolve())
+        p.settings(settings("SessionStart", cmd(background("double_fork", f"{name}-{tag}"))))
+        p.trust()
+        projects.append(p)
+    try:
+        with anyio.fail_after(30):
+            async with running(projects[1].load()) as runner_b:
+                await runner_b.fire("SessionStart", {"source": "startup"}, session(projects[1], "b"))
+                async with running(projects[0].load()) as runner_a:
+                    await runner_a.fire("SessionStart", {"source": "startup"}, session(projects[0], "a"))
+                    await until(lambda: tagged(f"a-{tag}") and tagged(f"b-{tag}"), "both helpers up")
+                assert not tagged(f"a-{tag}") and tagged(f"b-{tag}")
+            assert not tagged(f"b-{tag}")
+    finally:
+        kill_tagged(tag)
+
+
+class ProcCounter:
+    """Counts every file and directory this process opens or lists under /proc (whoever does it)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        for owner, name in ((os, "open"), (builtins, "open"), (os, "listdir"), (os, "readlink"), (os, "scandir")):
+            monkeypatch.setattr(owner, name, self._wrap(getattr(owner, name)))
+
+    def _wrap(self, real: Any) -> Any:
+        def counted(path: Any = ".", *args: Any, **kwargs: Any) -> Any:
+            if isinstance(path, (str, bytes, os.PathLike)) and os.fsdecode(path).startswith("/proc"):
+                self.count += 1
+            return real(path, *args, **kwargs)
+
+        return counted
+
+
+async def cost_per_hook(project, n: int, counter: ProcCounter) -> tuple[float, float]:
+    """(/proc files read, processes examined) per hook when `n` PostToolUse hooks that each fork run at once."""
+    # Each hook forks (a pipeline), so none takes the no-fork shortcut: every one reads what was left.
+    hooks = [cmd(f"echo hook-{i} | cat >/dev/null; echo '{{}}'") for i in range(n)]
+    project.settings(settings("PostToolUse", *hooks, matcher="Bash"))
+    project.trust()
+    async with running(project.load()) as runner:
+        await runner.fire("PostToolUse", POST_BASH, session(project))  # warm: imports, the first adoption set-up
+        reads, examined = counter.count, leftovers.stats.examined
+        agg = await runner.fire("PostToolUse", POST_BASH, session(project))
+        assert len(agg.results) == n and all(r.outcome == "success" for r in agg.results)
+        return (counter.count - reads) / n, (leftovers.stats.examined - examined) / n
+
+
+@pytest.mark.asyncio
+async def test_what_hooks_leave_is_found_with_the_same_few_proc_reads_per_hook_at_10_and_200_hooks(project, monkeypatch):
+    counter = ProcCounter(monkeypatch)
+    with anyio.fail_after(120):
+        small = await cost_per_hook(project, 10, counter)
+        large = await cost_per_hook(project, 200, counter)
+    # Before: every concurrent hook read /proc/<pid>/environ of every newer process, ~n/2 per hook (88,459 at 400).
+    assert small[0] <= 3 and large[0] <= 3, (small, large)
+    assert small[1] <= 1 and large[1] <= 1, (small, large)
