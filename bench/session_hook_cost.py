@@ -2,7 +2,8 @@
 
 Run (from the repository root; offline, scripted model on 127.0.0.1, real bundled CLI):
 
-    .venv/bin/python bench/session_hook_cost.py [--reps 30] [--hooks 0,1,10] [--json out.json]
+    .venv/bin/python bench/session_hook_cost.py [--reps 30] [--hooks 0,1,10] [--events PreToolUse] [--json out.json]
+    .venv/bin/python bench/session_hook_cost.py --hooks 0,10,50,200,400 --events PreToolUse,PostToolUse --reps 15
 
 Six live sessions, one per (runner, hook count):
 
@@ -16,8 +17,12 @@ Six live sessions, one per (runner, hook count):
   ``disableAllHooks`` and no SDK callbacks: the CLI runs the project's
   ``.claude/settings.json`` hooks itself.
 
-The hooks are N PreToolUse command hooks ``true hook-i`` (matcher Bash;
-distinct commands, since identical ones run once). Every turn is one prompt
+The hooks are N command hooks ``true hook-<event>-i`` on each event of
+``--events`` (matcher Bash; distinct commands, since identical ones run once).
+The CLI runs a tool event's hooks at once; so do we for PostToolUse, which is
+where what the hooks leave behind is looked for after each one (ours: the
+files this process reads under /proc per hook are counted, whoever reads them,
+and the processes the leftover bookkeeping examined per hook). Every turn is one prompt
 -> one Bash ``true`` -> a closing text; the sessions take turns round-robin so
 drift hits all alike. Two figures per turn: the whole turn (prompt to
 ResultMessage) and the tool phase (the scripted server's arrival time of the
@@ -48,15 +53,38 @@ PROMPT = "run the tool"
 WARMUP_TURNS = 2
 
 
-def settings_with_hooks(n: int) -> dict[str, Any]:
-    hooks = [{"type": "command", "command": f"true hook-{i}", "timeout": 30} for i in range(1, n + 1)]
-    return {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": hooks}]}} if n else {"hooks": {}}
+class ProcReads:
+    """Counts the files and directories this process opens or lists under /proc (ours run in this process)."""
+
+    def __init__(self) -> None:
+        import builtins
+
+        self.count = 0
+        for owner, name in ((os, "open"), (builtins, "open"), (os, "listdir"), (os, "scandir"), (os, "readlink")):
+            setattr(owner, name, self._wrap(getattr(owner, name)))
+
+    def _wrap(self, real: Any) -> Any:
+        def counted(path: Any = ".", *args: Any, **kwargs: Any) -> Any:
+            if isinstance(path, (str, bytes)) and path[:5] in ("/proc", b"/proc"):
+                self.count += 1
+            return real(path, *args, **kwargs)
+
+        return counted
 
 
-def write_project(root: Path, name: str, n: int) -> Path:
+def settings_with_hooks(n: int, events: tuple[str, ...] = ("PreToolUse",)) -> dict[str, Any]:
+    if not n:
+        return {"hooks": {}}
+    suffix = {"PreToolUse": ""}  # the PreToolUse commands keep the names of earlier runs
+    return {"hooks": {event: [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": f"true hook-{suffix.get(event, event + '-')}{i}", "timeout": 30}
+        for i in range(1, n + 1)]}] for event in events}}
+
+
+def write_project(root: Path, name: str, n: int, events: tuple[str, ...] = ("PreToolUse",)) -> Path:
     project = root / name
     (project / ".claude").mkdir(parents=True)
-    (project / ".claude" / "settings.json").write_text(json.dumps(settings_with_hooks(n), indent=2))
+    (project / ".claude" / "settings.json").write_text(json.dumps(settings_with_hooks(n, events), indent=2))
     return project
 
 
@@ -72,6 +100,7 @@ class Variant:
     tool_phase_ms: list[float] = field(default_factory=list)
     cli_reported_ms: list[float] = field(default_factory=list)
     hook_responses: int = 0
+    events: tuple[str, ...] = ("PreToolUse",)
     session: Any = None  # AgentSession (ours) or ClaudeSDKClient (cli)
     runner_obj: Any = None
     conversation: str | None = None
@@ -112,7 +141,7 @@ async def start_ours(v: Variant, url: str, home: Path, data_dir: Path) -> None:
 
     TrustStore().trust(v.project)
     hookset = load_hookset(v.project, registry=HookRegistry())
-    assert len(hookset.active_for("PreToolUse")) == v.hooks, hookset.to_listing()
+    assert all(len(hookset.active_for(event)) == v.hooks for event in v.events), hookset.to_listing()
     sink = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
 
     async def notify(name: str, params: dict[str, Any]) -> None:
@@ -200,13 +229,19 @@ def per_hook(variants: list[Variant], runner: str, metric: str) -> dict[str, flo
     return out
 
 
-async def run(reps: int, counts: list[int], root: Path) -> dict[str, Any]:
+async def run(reps: int, counts: list[int], root: Path, events: tuple[str, ...] = ("PreToolUse",)) -> dict[str, Any]:
+    from hooks.executors import leftovers
     from sidecar.scripted_model import ScriptedModelServer, load_scenario
 
     data_dir = Path(os.environ["ORION_DATA_DIR"])
     home = root / "cli-homes"
     server = ScriptedModelServer(load_scenario(SCENARIO_FILE))
-    variants = [Variant(f"{r}-{n}", r, n, write_project(root, f"{r}-{n}", n)) for n in counts for r in ("ours", "cli")]
+    variants = [Variant(f"{r}-{n}", r, n, write_project(root, f"{r}-{n}", n, events), events=events)
+                for n in counts for r in ("ours", "cli")]
+    loadavg_start = [round(x, 2) for x in os.getloadavg()]
+    bookkeeping = {v.name: [0, 0, 0] for v in variants}  # /proc reads, processes examined, hooks (ours)
+    proc_reads = ProcReads()
+    examined_now = lambda: getattr(getattr(leftovers, "stats", None), "examined", 0)  # noqa: E731 (older trees have none)
     async with server.running() as url:
         t0 = time.perf_counter()
         import claude_agent_sdk  # noqa: F401  (the first import is slow; keep it out of every timing)
@@ -221,12 +256,18 @@ async def run(reps: int, counts: list[int], root: Path) -> dict[str, Any]:
             for rep in range(reps + WARMUP_TURNS):
                 for v in variants:
                     before = len(server.requests)
+                    reads, examined, hooks_before = proc_reads.count, examined_now(), v.hook_responses
                     started = time.perf_counter()
                     cli_ms = await one_turn(v)
                     wall = (time.perf_counter() - started) * 1000
                     phase = tool_phase_ms(server, v.conversation or "", before)
                     if rep < WARMUP_TURNS:
                         continue
+                    if v.runner == "ours":
+                        counts_now = bookkeeping[v.name]
+                        counts_now[0] += proc_reads.count - reads
+                        counts_now[1] += examined_now() - examined
+                        counts_now[2] += v.hook_responses - hooks_before
                     v.turn_ms.append(wall)
                     if phase is not None:
                         v.tool_phase_ms.append(phase)
@@ -240,7 +281,8 @@ async def run(reps: int, counts: list[int], root: Path) -> dict[str, Any]:
                     await v.runner_obj.aclose()
                 else:
                     await v.session.disconnect()
-    result: dict[str, Any] = {"reps": reps, "variants": {}, "loadavg": [round(x, 1) for x in os.getloadavg()]}
+    result: dict[str, Any] = {"reps": reps, "events": list(events), "variants": {}, "loadavg_start": loadavg_start,
+                              "loadavg": [round(x, 2) for x in os.getloadavg()]}
     for v in variants:
         result["variants"][v.name] = {
             "turn_ms": stats(v.turn_ms),
@@ -248,6 +290,17 @@ async def run(reps: int, counts: list[int], root: Path) -> dict[str, Any]:
             "cli_duration_ms": stats(v.cli_reported_ms),
             "hook_responses": v.hook_responses,
         }
+        reads, examined, hooks = bookkeeping[v.name]
+        if v.runner == "ours" and hooks:
+            result["variants"][v.name]["per_hook"] = {"proc_reads": round(reads / hooks, 3),
+                                                      "leftovers_examined": round(examined / hooks, 3)}
+    by_n: dict[int, dict[str, Variant]] = {}
+    for v in variants:
+        by_n.setdefault(v.hooks, {})[v.runner] = v
+    result["ratio_ours_to_cli"] = {
+        str(n): {metric: round(statistics.median(getattr(pair["ours"], metric)) / statistics.median(getattr(pair["cli"], metric)), 2)
+                 for metric in ("tool_phase_ms", "turn_ms") if getattr(pair["ours"], metric) and getattr(pair["cli"], metric)}
+        for n, pair in sorted(by_n.items()) if len(pair) == 2}
     for metric in ("tool_phase_ms", "turn_ms"):
         ours, cli = per_hook(variants, "ours", metric), per_hook(variants, "cli", metric)
         result[metric] = {"ours": ours, "cli": cli}
@@ -263,7 +316,14 @@ def print_result(result: dict[str, Any]) -> None:
         tp, tt = v["tool_phase_ms"], v["turn_ms"]
         print(f"{name:<10} {tp['median']:>8} [{tp['p25']}-{tp['p75']}]{'':<12} {tt['median']:>8} [{tt['p25']}-{tt['p75']}]{'':<12} "
               f"{v['hook_responses']}")
-    print(f"load average at the end: {result.get('loadavg')}")
+    print(f"events with N hooks each: {', '.join(result.get('events', ['PreToolUse']))}")
+    print(f"load average at the start: {result.get('loadavg_start')}, at the end: {result.get('loadavg')}")
+    for name, v in result["variants"].items():
+        if "per_hook" in v:
+            print(f"{name}: per hook: {v['per_hook']}")
+    print("ours / cli, medians:")
+    for n, ratios in result.get("ratio_ours_to_cli", {}).items():
+        print(f"  N={n}: tool phase {ratios.get('tool_phase_ms')}x, whole turn {ratios.get('turn_ms')}x")
     for metric in ("tool_phase_ms", "turn_ms"):
         m = result[metric]
         print(f"{metric}: ours {m['ours']}; cli {m['cli']}; ratio ours/cli per hook: {m.get('ratio_ours_to_cli')}")
@@ -273,9 +333,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--hooks", default="0,1,10", help="hook counts to compare (0 must be among them)")
+    parser.add_argument("--events", default="PreToolUse", help="events that get N hooks each, comma-separated")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     counts = [int(x) for x in args.hooks.split(",")]
+    events = tuple(e for e in args.events.split(",") if e)
 
     import warnings
 
@@ -289,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ORION_USER_SETTINGS"] = str(root / "no-user-settings.json")
         os.environ["ORION_CLAUDE_USER_SETTINGS"] = str(root / "no-claude-user-settings.json")
         os.environ.pop("ANTHROPIC_API_KEY", None)
-        result = anyio.run(run, args.reps, counts, root)
+        result = anyio.run(run, args.reps, counts, root, events)
     print_result(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
