@@ -156,6 +156,10 @@ class BoxPlan:
             if os.path.exists(path):
                 args += ["--ro-bind", path, path]
         args += ["--tmpfs", "/tmp"]
+        # The programs the box runs may themselves live under /tmp (a checkout or virtual environment there: CI's
+        # clones, a test run): the private /tmp must not hide the CLI, the interpreter or the sidecar's scripts.
+        for path in _programs_under_tmp():
+            args += ["--ro-bind", path, path]
         # Open, then close inside what is open, then hide, then open what sits inside a hidden place (a scripted
         # session's CLI home in Orion's data dir); parents before children within each step. Hiding after the
         # read-only binds matters: bwrap follows symlinks, so a project entry swapped for a link to ~/.ssh between
@@ -561,3 +565,11 @@ def _sweep_once() -> None:
         pid, start = int(found.group(1)), found.group(2)
         if re.sub(r"[^0-9]", "", start_of(pid) or "") != start:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _programs_under_tmp() -> list[str]:
+    """The sidecar's own tree and the Python environment (where the bundled CLI sits) when they are under /tmp."""
+    import sys
+
+    roots = {os.path.realpath(sys.prefix), os.path.realpath(os.path.dirname(os.path.dirname(__file__)))}
+    return sorted(r for r in roots if r == "/tmp" or r.startswith("/tmp/")) if "/tmp" not in roots else []
