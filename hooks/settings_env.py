@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from hooks.paths import claude_user_settings_path
 
@@ -51,7 +50,3 @@ def settings_env(sources: list[str], project_dir: Path) -> dict[str, str]:
             merged[name] = value
     return merged
 
-
-def describe(env: dict[str, Any]) -> str:
-    """For the log: which names, never the values."""
-    return ", ".join(sorted(env)) or "none"

@@ -15,6 +15,7 @@ import pytest
 
 from hooks.executors import leftovers
 from tests.hooks.support import PRE_BASH, Recorder, cmd, running, session, settings
+from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adoption of orphans is Linux's")
 
@@ -33,15 +34,6 @@ def tagged(tag: str) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return found
-
-
-async def until(predicate: Any, what: str, timeout: float = 5.0) -> None:
-    try:
-        with anyio.fail_after(timeout):
-            while not predicate():
-                await anyio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"{what}: not within {timeout:g} s") from None
 
 
 def kill_tagged(tag: str) -> None:
@@ -87,7 +79,7 @@ async def test_helpers_a_hook_detached_live_until_the_session_ends_and_a_stray_h
                 # the stray held the hook's output: it died half a second after the exit, and the observers were told
                 assert not tagged(f"stray-{tag}")
                 assert any("[orion] killed 1 process(es)" in line for line in rec.progress_lines("starter", "stderr"))
-                await until(lambda: len(tagged(tag)) == len(KEPT), "every helper up")
+                await until(lambda: len(tagged(tag)) == len(KEPT), 5.0, "every helper up")
                 assert sorted(p.cmdline()[-1].rsplit("-", 1)[0] for p in tagged(tag)) == sorted(KEPT)
                 # the session goes on: other hooks fork, run and end; the helpers stay
                 helpers = {p.pid for p in tagged(tag)}
@@ -111,7 +103,7 @@ async def test_a_timeout_kills_the_hook_and_everything_it_started_in_any_session
             async with running(project.load()) as runner:
                 agg = await runner.fire("PreToolUse", PRE_BASH, session(project))
                 assert agg.results[0].outcome == "timeout"
-                await until(lambda: not tagged(tag), "everything the timed-out hook started gone")
+                await until(lambda: not tagged(tag), 5.0, "everything the timed-out hook started gone")
     finally:
         kill_tagged(tag)
 
@@ -133,7 +125,7 @@ async def test_one_session_ending_leaves_another_sessions_helpers_alone(tmp_path
                 await runner_b.fire("SessionStart", {"source": "startup"}, session(projects[1], "b"))
                 async with running(projects[0].load()) as runner_a:
                     await runner_a.fire("SessionStart", {"source": "startup"}, session(projects[0], "a"))
-                    await until(lambda: tagged(f"a-{tag}") and tagged(f"b-{tag}"), "both helpers up")
+                    await until(lambda: tagged(f"a-{tag}") and tagged(f"b-{tag}"), 5.0, "both helpers up")
                 assert not tagged(f"a-{tag}") and tagged(f"b-{tag}")
             assert not tagged(f"b-{tag}")
     finally:

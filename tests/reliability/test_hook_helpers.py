@@ -6,7 +6,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from frontend_stub.client import SidecarClient
+from tests.waiting import until
 
 pytestmark = [pytest.mark.cli, pytest.mark.slow, pytest.mark.asyncio,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adoption of orphans is Linux's")]
@@ -107,15 +108,6 @@ def running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-async def until(predicate: Callable[[], object], timeout: float, what: str) -> None:
-    try:
-        with anyio.fail_after(timeout):
-            while not predicate():
-                await anyio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"{what}: not within {timeout:g} s") from None
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,7 @@ import pytest
 from frontend_stub.client import SidecarClient
 from sidecar import reaper
 from tests.security import lingering_project as lp
+from tests.waiting import until
 
 pytestmark = [pytest.mark.cli, pytest.mark.slow]
 
@@ -27,16 +28,6 @@ PLAIN = REPO_ROOT / "tests" / "e2e" / "scenarios" / "plain.yaml"
 READY_S = 90.0  # a real session, its hooks and an evaluator CLI starting on a shared 2-core machine
 GONE_S = 5.0  # "within seconds of the sidecar's death"
 SWEEP_S = 30.0
-
-
-async def until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll `predicate` until it holds; fail naming `what` at the deadline."""
-    try:
-        with anyio.fail_after(timeout):
-            while not predicate():
-                await anyio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"{what}: not within {timeout:g} s") from None
 
 
 def label(proc: psutil.Process) -> str:

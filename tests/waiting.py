@@ -1,0 +1,17 @@
+"""One way for a test to wait for what it cannot be told about (a process gone, a file written): poll under a deadline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+
+
+async def until(predicate: Callable[[], object], timeout: float, what: str) -> None:
+    """Poll `predicate` until it holds; fail naming `what` at the deadline."""
+    try:
+        with anyio.fail_after(timeout):
+            while not predicate():
+                await anyio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not within {timeout:g} s") from None
