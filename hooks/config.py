@@ -77,13 +77,24 @@ class HttpHookConfig(_EntryBase):
     allowedEnvVars: list[str] = Field(default_factory=list)
 
 
+class McpToolHookConfig(_EntryBase):
+    """Claude Code's: call a tool of one of the session's MCP servers (hooks/executors/mcp_tool.py)."""
+
+    type: Literal["mcp_tool"]
+    server: str = Field(min_length=1)
+    tool: str = Field(min_length=1)
+    input: dict[str, Any] = Field(default_factory=dict)  # the tool's arguments; `${path}` filled from the hook input
+    onFailure: str | None = None  # "continue" (default) or "block"; any other value reads as "block", as in the CLI
+
+
 HookConfig = Annotated[
-    Union[CommandHookConfig, PythonHookConfig, PromptHookConfig, AgentHookConfig, HttpHookConfig],
+    Union[CommandHookConfig, PythonHookConfig, PromptHookConfig, AgentHookConfig, HttpHookConfig,
+          McpToolHookConfig],
     Field(discriminator="type"),
 ]
 _HOOK_CONFIG = TypeAdapter(HookConfig)
 
-CONFIG_TYPES = ("command", "python", "prompt", "agent", "http")
+CONFIG_TYPES = ("command", "python", "prompt", "agent", "http", "mcp_tool")
 
 
 class LegacyHookEntry(BaseModel):

@@ -47,7 +47,8 @@ _SHELL_WORDS = frozenset({
 
 log = logging.getLogger("hooks")
 
-DEFAULT_TIMEOUT_S = {"command": 30.0, "python": 30.0, "prompt": 30.0, "agent": 60.0, "http": 30.0, "callable": 30.0}
+DEFAULT_TIMEOUT_S = {"command": 30.0, "python": 30.0, "prompt": 30.0, "agent": 60.0, "http": 30.0, "mcp_tool": 60.0,
+                     "callable": 30.0}
 
 # Sources written by someone other than the user: none of their hooks runs (prompt hooks included: they spend the
 # user's model budget and send project data to a model) until the user trusts their manifest.
@@ -187,6 +188,8 @@ class HookSpec:
             out["url"] = config.url
             if config.headers:
                 out["headers"] = sorted(config.headers)
+        elif self.type == "mcp_tool" and config is not None:
+            out["mcpTool"] = {"server": config.server, "tool": config.tool, "input": config.input}
         elif self.type in ("prompt", "agent") and config is not None:
             out["prompt"] = config.prompt
             out["model"] = config.model
@@ -737,6 +740,11 @@ class _Builder:
                 msg = f"python hook script {spec.script} does not exist; the hook will fail every time it runs"
                 self.warnings.append(f"{where}: {msg}")
                 spec.reason = f"{spec.reason}; {msg}" if spec.reason else msg
+        elif spec.type == "mcp_tool":
+            # Identity as Claude Code has it: server, tool, input, whether a failure blocks, and `if`.
+            key = ("mcp_tool", spec.event, spec.matcher or "", config.server, config.tool,
+                   json.dumps(config.input, sort_keys=True), config.onFailure not in (None, "continue"),
+                   spec.fail_closed, spec.timeout_s, spec.scope, spec.scope_value or "", config.if_ or "")
         else:
             return
         if spec.plugin is not None:
@@ -972,4 +980,6 @@ def _derived_name(htype: str, config: Any, raw: RawEntry) -> str:
         return Path(config.script).name
     if htype == "http":
         return config.url[:60]
+    if htype == "mcp_tool":
+        return f"{config.server}/{config.tool}"
     return f"{htype}:{' '.join(config.prompt.split())[:40]}"

@@ -160,7 +160,9 @@ def make_result(spec: Any, event: str, report: ExecutionReport, execution_id: st
         traceback=report.traceback,
         fail_closed=spec.fail_closed,
         background=spec.run_async,
-        label=getattr(spec, "label", spec.command) if spec.type == "command" else None,  # exec form: with its args
+        # What Claude Code names the hook by in the words the model reads (exec form: the command with its args).
+        label=(getattr(spec, "label", spec.command) if spec.type == "command"
+               else f"{spec.config.server}/{spec.config.tool}" if spec.type == "mcp_tool" and spec.config else None),
     )
     if report.status != "ok":
         result.outcome = report.status

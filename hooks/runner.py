@@ -15,6 +15,7 @@ from typing import Any
 from hooks.aggregate import aggregate
 from hooks.executors.callable import CallableExecutor
 from hooks.executors.command import KILL_GRACE_S, CommandExecutor, run_cwd
+from hooks.executors.mcp_tool import McpToolExecutor
 from hooks.executors.python import PythonExecutor
 from hooks.hookset import TRUST_SOURCES, HookSet, HookSpec
 from hooks.manifest import argv_files, changed_pin, command_files
@@ -66,6 +67,7 @@ class HookRunner:
             "command": CommandExecutor(),
             "python": PythonExecutor(),
             "callable": CallableExecutor(),
+            "mcp_tool": McpToolExecutor(),
         }
         if executors:
             self.executors.update(executors)

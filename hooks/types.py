@@ -77,7 +77,7 @@ TOOL_EVENTS: frozenset[str] = frozenset(
     {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"}
 )
 
-HookType = Literal["command", "python", "prompt", "agent", "http", "callable"]
+HookType = Literal["command", "python", "prompt", "agent", "http", "mcp_tool", "callable"]
 # "plugin": a Claude Code plugin the user's own settings enable; "project-plugin": one only a project's settings
 # enable (hooks/plugins.py).
 SourceKind = Literal["builtin", "user", "claude-user", "vault", "project", "local", "plugin", "project-plugin",
@@ -131,6 +131,24 @@ async def _emit_nowhere(event: str, payload: dict[str, Any]) -> None:  # pragma:
     return None
 
 
+class McpCallFailed(Exception):
+    """A call to one of the session's MCP servers did not give an answer (`not_connected`: the session has no
+    connection to that server)."""
+
+    def __init__(self, message: str, *, not_connected: bool = False) -> None:
+        super().__init__(message)
+        self.not_connected = not_connected
+
+
+class McpCaller(Protocol):
+    """Calls a tool of one of the session's MCP servers over the session's own connection (mcp_tool hooks)."""
+
+    async def call_mcp_tool(self, server: str, tool: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """The tool's answer (`content`, `structuredContent`, `isError`); raises McpCallFailed, or TimeoutError
+        after `timeout_s`."""
+        ...
+
+
 @dataclass(slots=True)
 class SessionContext:
     """What the caller of `HookRunner.fire` knows about the session the event belongs to."""
@@ -149,6 +167,8 @@ class SessionContext:
     skill: str | None = None
     # The CLI's config directory (CLAUDE_CONFIG_DIR): where SessionStart hooks' CLAUDE_ENV_FILE lives.
     cli_config_dir: Path | None = None
+    # The session's MCP connections, for mcp_tool hooks (None outside a session: those hooks then fail).
+    mcp: McpCaller | None = None
 
 
 @dataclass(slots=True)

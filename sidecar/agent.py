@@ -59,6 +59,10 @@ _SUMMARY_RE = re.compile(r"Summary:\n(?P<summary>.*?)(?:\n\nIf you need specific
 _CONTINUATION_PREFIX = "This session is being continued from a previous conversation"
 
 
+# How the CLI spells a server's and a tool's name inside a tool name (mcp__<server>__<tool>).
+_MCP_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
 class AgentError(RuntimeError):
     pass
 
@@ -447,6 +451,25 @@ class AgentSession:
             raise AgentNotStarted("start() the session first")
         await self._client.set_model(model)
         self.config.model = model
+
+    async def call_mcp_tool(self, server: str, tool: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Call a tool of one of this session's MCP servers over the CLI's own connection to it (its `mcp_call`
+        control request): the server instance, approval and sign-in the agent's calls have. For mcp_tool hooks."""
+        from hooks.types import McpCallFailed
+
+        query = getattr(self._client, "_query", None)
+        if query is None:
+            raise McpCallFailed(f"MCP server not connected: {server} (the session's CLI is not running)",
+                                not_connected=True)
+        name = f"mcp__{_MCP_NAME.sub('_', server)}__{_MCP_NAME.sub('_', tool)}"
+        try:
+            return await query._send_control_request({"subtype": "mcp_call", "tool": name, "arguments": arguments},
+                                                     timeout=timeout_s)
+        except Exception as exc:  # noqa: BLE001 - the CLI's control error: its message says what failed
+            message = str(exc)
+            if message.startswith("Control request timeout"):
+                raise TimeoutError(message) from None
+            raise McpCallFailed(message, not_connected=message.startswith("MCP server not connected")) from None
 
     async def cancel(self) -> bool:
         """Interrupt the running turn; its prompt() returns stopReason "cancelled". False if nothing was running."""

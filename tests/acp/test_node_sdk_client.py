@@ -88,7 +88,7 @@ def test_cancel_load_after_restart_and_an_mcp_server_through_the_typescript_sdk(
     project_dir = project(tmp_path)
     server = {"name": "probe", "command": sys.executable,
               "args": [str(Path(__file__).with_name("mcp_probe_server.py"))],
-              "env": [{"name": "PROBE_MARKER", "value": str(tmp_path / "mcp-calls.txt")}]}
+              "env": [{"name": "PROBE_MARKER", "value": str(project_dir / "mcp-calls.txt")}]}  # inside the box: the project is writable
     first = run_node_client(tmp_path, project_dir, events=False, permissions=["allow_once"] * 4, steps=[
         {"do": "new", "model": model("cancel")},
         {"do": "cancel", "text": "wait a while"},
@@ -96,7 +96,7 @@ def test_cancel_load_after_restart_and_an_mcp_server_through_the_typescript_sdk(
         {"do": "prompt", "text": "use the probe"},
     ])
     assert results(first, "session/prompt(cancelled)")[0]["stopReason"] == "cancelled"
-    assert (tmp_path / "mcp-calls.txt").read_text().strip() == "hello from the agent"
+    assert (project_dir / "mcp-calls.txt").read_text().strip() == "hello from the agent"
     assert "PROBE-SAYS: HELLO FROM THE AGENT" in json.dumps(first["updates"])
 
     second = run_node_client(tmp_path, project_dir, events=False, permissions=[], steps=[

@@ -294,7 +294,7 @@ async def test_a_session_loads_after_a_restart_with_its_history_and_a_resume_sta
 
 async def test_an_mcp_server_from_the_client_reaches_the_agent(tmp_path: Path, sdk_errors: list) -> None:
     project_dir = project(tmp_path)
-    marker = tmp_path / "mcp-calls.txt"
+    marker = project_dir / "mcp-calls.txt"  # the client's MCP server runs in the session's box: the project is writable, /tmp is its own
     client = RecordingClient(answer=lambda request: "allow_once")
     server = McpServerStdio(name="probe", command=sys.executable,
                             args=[str(Path(__file__).with_name("mcp_probe_server.py"))],
@@ -317,7 +317,7 @@ async def test_a_prepared_session_with_the_clients_mcp_server_is_taken_over(tmp_
     from tests.e2e.test_prepared_sessions import claude_pids, settle_pids
 
     project_dir = project(tmp_path)
-    marker = tmp_path / "mcp-calls.txt"
+    marker = project_dir / "mcp-calls.txt"  # the client's MCP server runs in the session's box: the project is writable, /tmp is its own
     client = RecordingClient(answer=lambda request: "allow_once")
     server = McpServerStdio(name="probe", command=sys.executable,
                             args=[str(Path(__file__).with_name("mcp_probe_server.py"))],

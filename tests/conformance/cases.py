@@ -9,6 +9,7 @@ Tags name probe invocations; `probe.py` records each and behaves as
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ class Case:
     note: str = ""
     # per tag: keys of the hook entry beside type/command (`args` makes it exec form); see _entry for placeholders
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mcp: bool = False  # the project's .mcp.json starts the MCP probe (tests/conformance/mcp_probe.py) as "probe"
 
     def settings(self, probe_command: str) -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
@@ -63,18 +65,34 @@ def _entry(probe_command: str, tag: str, fields: dict[str, Any]) -> dict[str, An
     def fill(value: Any) -> Any:
         if isinstance(value, list):
             return [fill(v) for v in value]
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
         if not isinstance(value, str):
             return value
         for token, text in (("<python>", python), ("<script>", script), ("<probe>", probe_command), ("<tag>", tag)):
             value = value.replace(token, text)
         return value
 
+    if fields.get("type") == "mcp_tool":
+        return {k: fill(v) for k, v in fields.items()}
     return {"type": "command", "command": f"{probe_command} {tag}", **{k: fill(v) for k, v in fields.items()}}
 
 
 def _exec(*args: str, **more: Any) -> dict[str, Any]:
     """Exec form: the interpreter as `command`, the probe script and the tag first in `args`."""
     return {"command": "<python>", "args": ["<script>", "<tag>", *args], **more}
+
+
+def _mcp(**more: Any) -> dict[str, Any]:
+    """An `mcp_tool` entry calling the MCP probe's `hook` tool with the tag, the event and `more` as its input."""
+    fields = {k: v for k, v in more.items() if k in ("onFailure", "server", "tool", "timeout", "if")}
+    extra = {k: v for k, v in more.items() if k not in fields}
+    return {"type": "mcp_tool", "server": "probe", "tool": "hook",
+            "input": {"tag": "<tag>", "event": "${hook_event_name}", **extra}, **fields}
+
+
+# The MCP probe is a project server: the CLI connects it only when the project's settings approve it.
+MCP_SETTINGS = {"enableAllProjectMcpServers": True}
 
 
 def _pre(behaviour: dict[str, Any], **kw: Any) -> Case:
@@ -247,6 +265,65 @@ CASES: list[Case] = [
          entries={"status": {"statusMessage": "Checking the command\u2026"}}),
 ]
 
+CASES += [
+    # ---------------------------------------------------------------- mcp_tool hooks (docs/HOOKS.md "mcp_tool")
+    Case("mcp_tool_deny", {"PreToolUse": [("Bash", ["judge"])]},
+         {"judge": {"answer": _hso("PreToolUse", permissionDecision="deny",
+                                   permissionDecisionReason="the MCP judge says no")}},
+         entries={"judge": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_context_and_interpolation", {"PreToolUse": [("Bash", ["judge"])]},
+         {"judge": {"answer": _hso("PreToolUse", additionalContext="the MCP judge looked")}},
+         entries={"judge": _mcp(command="${tool_input.command}", both="[${tool_name}] ${tool_input.description}",
+                                missing="${tool_input.nothing_here}", whole="${tool_input}", number=7,
+                                nested={"deep": "${tool_name}"}, listed=["${tool_name}"])},
+         mcp=True, extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_plain_text", {"PreToolUse": [("Bash", ["judge"])], "UserPromptSubmit": [(None, ["ups"])]},
+         {"judge": {"answer": "plain words from the judge"}, "ups": {"answer": "plain words for the prompt"}},
+         entries={"judge": _mcp(), "ups": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_prompt_json_and_empty", {"UserPromptSubmit": [(None, ["context", "empty", "braces"])]},
+         {"context": {"answer": _hso("UserPromptSubmit", additionalContext="context from the MCP judge")},
+          "empty": {"answer": ""}, "braces": {"answer": "{}"}},
+         entries={"context": _mcp(), "empty": _mcp(), "braces": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS,
+         turns=[FINAL]),
+    Case("mcp_tool_prompt_empty", {"UserPromptSubmit": [(None, ["empty"])]}, {"empty": {"answer": ""}},
+         entries={"empty": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS, turns=[FINAL]),
+    Case("mcp_tool_prompt_braces", {"UserPromptSubmit": [(None, ["braces"])]}, {"braces": {"answer": "{}"}},
+         entries={"braces": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS, turns=[FINAL]),
+    Case("mcp_tool_two_blocks", {"UserPromptSubmit": [(None, ["ups"])]},
+         {"ups": {"blocks": ["first block", "second block"]}},
+         entries={"ups": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS, turns=[FINAL]),
+    Case("mcp_tool_structured", {"UserPromptSubmit": [(None, ["ups"])], "PreToolUse": [("Bash", ["judge"])]},
+         {"ups": {"structured": {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                                        "additionalContext": "from structured content"}},
+                  "text": "the text block beside it"},
+          "judge": {"structured": _hso("PreToolUse", permissionDecision="deny",
+                                       permissionDecisionReason="structured deny")}},
+         entries={"ups": _mcp(), "judge": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS),
+    # what a tool of the MCP SDKs that returns a string sends: the string as text, and {"result": string} structured
+    Case("mcp_tool_sdk_string_result", {"PreToolUse": [("Bash", ["judge"])]},
+         {"judge": {"structured": {"result": json.dumps(_hso("PreToolUse", permissionDecision="deny",
+                                                             permissionDecisionReason="a string said no"))},
+                    "text": json.dumps(_hso("PreToolUse", permissionDecision="deny",
+                                            permissionDecisionReason="a string said no"))}},
+         entries={"judge": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_error_blocks_permission_request", {"PermissionRequest": [("Bash", ["judge"])]},
+         {"judge": {"error": "the judge fell over"}}, entries={"judge": _mcp(onFailure="block")}, mcp=True,
+         extra_settings=MCP_SETTINGS, allowed_tools=("Read",)),
+    Case("mcp_tool_error_continues", {"PreToolUse": [("Bash", ["judge"])]},
+         {"judge": {"error": "the judge fell over"}}, entries={"judge": _mcp()}, mcp=True,
+         extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_error_blocks", {"PreToolUse": [("Bash", ["judge"])]},
+         {"judge": {"error": "the judge fell over"}}, entries={"judge": _mcp(onFailure="block")}, mcp=True,
+         extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_block_needs_hook_json", {"PreToolUse": [("Bash", ["judge"])]},
+         {"judge": {"answer": "plain words are not an answer"}}, entries={"judge": _mcp(onFailure="block")},
+         mcp=True, extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_unknown_server_blocks", {"PreToolUse": [("Bash", ["after", "ghost"])]},
+         entries={"ghost": _mcp(server="nowhere", onFailure="block")}, mcp=True, extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_unknown_tool_continues", {"PreToolUse": [("Bash", ["ghost", "after"])]},
+         entries={"ghost": _mcp(tool="no_such_tool")}, mcp=True, extra_settings=MCP_SETTINGS),
+]
+
 BY_NAME = {case.name: case for case in CASES}
 
 # Cases where the sidecar differs from the CLI, and why: each difference must contain its marker (and nothing else
@@ -285,4 +362,19 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
                              "an asyncRewake hook's exit 2: the CLI wakes the model with a notification; the sidecar "
                              "reports the block to the user but cannot add it to the CLI's conversation "
                              "(docs/FIDELITY.md)"),
+    # mcp_tool hooks (hooks/executors/mcp_tool.py)
+    **{name: ("UserPromptSubmit hook additional context: UserPromptSubmit completed",
+              "a callback cannot give plain output: the CLI's \"UserPromptSubmit completed\" arrives as additional "
+              "context") for name in ("mcp_tool_plain_text", "mcp_tool_prompt_empty", "mcp_tool_two_blocks")},
+    "mcp_tool_prompt_json_and_empty": ("context from the MCP judge\\nUserPromptSubmit completed",
+                                       "a callback gives one answer: the hooks' contexts arrive joined, the CLI's "
+                                       "\"UserPromptSubmit completed\" among them as additional context"),
+    "mcp_tool_structured": ("additional context: from structured content",
+                            "through the CLI's mcp_call a tool's structured content arrives in place of its text "
+                            "blocks; a server that follows the MCP spec sends the same JSON in both (this case's "
+                            "PreToolUse hook), and then the two agree"),
+    "mcp_tool_error_blocks_permission_request": ("onFailure is \\\"block\\\"",
+                                                 "the hook's block denies the request; through the SDK the CLI asks "
+                                                 "the host's permission callback at the same time, and the "
+                                                 "reference's callback refused first"),
 }

@@ -21,7 +21,7 @@ GOLDEN_DIR = Path(__file__).resolve().with_name("goldens")
 # Keys of a hook's stdin whose presence and value must match; the rest only needs to be present in both.
 STDIN_VALUE_KEYS = ("hook_event_name", "tool_name", "tool_input", "tool_response", "source", "reason", "prompt",
                     "stop_hook_active", "trigger", "error", "is_interrupt", "permission_mode", "cwd", "message",
-                    "notification_type", "last_assistant_message", "custom_instructions")
+                    "notification_type", "last_assistant_message", "custom_instructions", "mcp_arguments")
 
 
 def _text_of(message: dict[str, Any]) -> list[Any]:

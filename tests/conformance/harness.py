@@ -28,6 +28,7 @@ from tests.conformance.cases import Case
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).resolve().with_name("probe.py")
+MCP_PROBE = Path(__file__).resolve().with_name("mcp_probe.py")
 OFFLINE = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
            "DISABLE_ERROR_REPORTING": "1"}
 RUN_TIMEOUT_S = 120
@@ -64,6 +65,10 @@ def prepare(case: Case, root: Path) -> tuple[Path, Path]:
     (hooks / "behaviours.json").write_text(json.dumps(case.behaviours))
     command = f"{sys.executable} {hooks / 'probe.py'}"
     (project / ".claude" / "settings.json").write_text(json.dumps(case.settings(command), indent=2))
+    if case.mcp:
+        shutil.copy(MCP_PROBE, hooks / "mcp_probe.py")
+        servers = {"probe": {"command": sys.executable, "args": [str(hooks / "mcp_probe.py")]}}
+        (project / ".mcp.json").write_text(json.dumps({"mcpServers": servers}, indent=2))
     for relative, text in case.files.items():
         (project / relative).parent.mkdir(parents=True, exist_ok=True)
         (project / relative).write_text(text)
@@ -120,6 +125,7 @@ async def run_cli(case: Case, root: Path) -> Observation:
     try:
         with anyio.fail_after(RUN_TIMEOUT_S):
             async with ClaudeSDKClient(options) as client:
+                await _mcp_ready(case, project)
                 for prompt in (case.prompt, *case.then):
                     await client.query(prompt)
                     async for message in client.receive_response():
@@ -129,6 +135,14 @@ async def run_cli(case: Case, root: Path) -> Observation:
     finally:
         server.close()
     return _observe(project, root / "requests.jsonl", result)
+
+
+async def _mcp_ready(case: Case, project: Path) -> None:
+    """With the MCP probe: wait until the session's CLI has listed its tools (tests/conformance/mcp_probe.py)."""
+    if case.mcp:
+        from tests.waiting import until
+
+        await until((project / ".claude" / "hooks" / "mcp-ready").exists, 60, "the MCP probe connected")
 
 
 def _cli_result(stdout: str) -> dict[str, Any]:
@@ -176,6 +190,7 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
                 # the reference CLI runs unsandboxed: compare hooks, not the sandbox's own prompt text
                 "sandbox": "off"})
             sid = created["sessionId"]
+            await _mcp_ready(case, project)
             for prompt in (case.prompt, *case.then):
                 try:
                     answer = await client.request("session/prompt", {"sessionId": sid, "prompt": prompt},

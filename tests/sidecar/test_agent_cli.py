@@ -163,7 +163,9 @@ async def test_bash_tool_call_reports_real_output_and_model_gets_the_result(tmp_
     # payloads reach the bridge exactly as the CLI sent them
     pre = next(p for e, p, _ in h.bridge.calls if e == "PreToolUse")
     assert pre["tool_name"] == "Bash" and pre["tool_use_id"] == call["toolUseId"] and pre["cwd"] == str(h.project)
-    assert h.bridge.events() == ["UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"]
+    # every event the CLI has is registered (hook_events None), so the CLI's batch and display events come too
+    assert h.bridge.events() == ["UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolBatch", "MessageDisplay",
+                                 "Stop"]
 
 
 async def test_pre_tool_use_deny_blocks_the_tool_and_the_model_hears_why(tmp_path: Path) -> None:

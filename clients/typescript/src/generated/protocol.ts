@@ -218,6 +218,11 @@ export interface HookInfo {
   async: boolean;
   runs: Record<string, unknown>;
   scope: Record<string, string> | null;
+  plugin: PluginRef | null;
+  if: string | null;
+  statusMessage: string | null;
+  once: boolean;
+  asyncRewake: boolean;
 }
 
 /** One line a running hook wrote. */
@@ -365,6 +370,39 @@ export interface PlanEntry {
   status: "pending" | "in_progress" | "completed";
 }
 
+/** The Claude Code plugin a hook comes from (hooks/plugins.py). */
+export interface PluginRef {
+  id: string;
+  name: string;
+  version: string | null;
+  marketplace: string;
+  root: string | null;
+  enabledBy: "plugin" | "project-plugin";
+  enabledIn: string;
+}
+
+/** An enabled plugin's state: `trusted`, `untrusted` (a project's plugin, the project not trusted), `changed` (a user's plugin whose content differs from its pin: `changes` names the files; trust it with `hooks/trust`'s `plugin` and this `hash`) or `unresolved` (`problem` says why; its hooks do not run). */
+export interface PluginTrustInfo {
+  id: string;
+  name: string;
+  version: string | null;
+  marketplace: string;
+  root: string | null;
+  enabledBy: "plugin" | "project-plugin";
+  enabledIn: string;
+  state: "trusted" | "untrusted" | "changed" | "unresolved";
+  problem: string | null;
+  hash: string;
+  components: string[];
+  unsupported: string[];
+  dataDir: string;
+  inPlace: boolean;
+  files: number;
+  pinnedAt: string | null;
+  pinnedVersion: string | null;
+  changes: TrustChange[];
+}
+
 /** The session's active project changed. */
 export interface ProjectContextChangeEvent {
   sessionId: string;
@@ -494,13 +532,14 @@ export interface TrustFile {
   digest: string;
 }
 
-/** The project's trust record against what is on disk: every pinned file, and what changed since trust. */
+/** The project's trust record against what is on disk: every pinned file, and what changed since trust; and the Claude Code plugins enabled for it, each with its own trust state. */
 export interface TrustInfo {
   trusted: boolean;
   trustHash: string;
   trustedAt: string | null;
   files: TrustFile[];
   changes: TrustChange[];
+  plugins: PluginTrustInfo[];
 }
 
 export interface Usage {
@@ -617,6 +656,7 @@ export interface HooksTrustParams {
   vaultDir?: string | null;
   hash?: string | null;
   revoke?: boolean;
+  plugin?: string | null;
 }
 
 export interface HttpHeader {
