@@ -59,6 +59,9 @@ _UNSURE_TRIES = 5  # a child caught inside execve() shows an empty environment: 
 # An own-session child no spawner claimed: ours only after this long (a launcher is reported just after its spawn).
 _PENDING_S = 1.0
 _DYING_S = 10.0  # a killed process that is not our child is forgotten after this long (its parent reaps it)
+# A child no hook owns (an orphan of the CLI or of a child of ours that exited) still a zombie after this long: no
+# one will reap it, so we do. Our spawners' own children are reaped at their exit, long before this.
+_LINGER_S = 2.0
 _END_ROUNDS = 5
 _OPT_OUT_WAIT_S = 0.5
 _DEATH_WAIT_S = 1.0
@@ -449,6 +452,8 @@ class _Registry:
         self.pending: dict[bytes, float] = {}  # own-session children no spawner has claimed yet -> first seen
         self.unsure: dict[bytes, int] = {}  # mid-exec children -> times looked at
         self.dying: dict[int, tuple[int, float]] = {}  # killed, not (yet) our children -> (pidfd, forget after)
+        self.lingering: dict[bytes, float] = {}  # foreign children seen dead, not reaped by anyone -> first seen
+        self.next_linger_check = 0.0
         self.owners: weakref.WeakSet[Helpers] = weakref.WeakSet()
 
     def enable(self) -> None:
@@ -494,6 +499,9 @@ class _Registry:
         for key in current - known.keys():
             self._examine(key, now)
         self._reap(current)
+        if now >= self.next_linger_check:  # at most once per _LINGER_S, whatever the number of hooks
+            self.next_linger_check = now + _LINGER_S
+            self._reap_lingering(current, now)
         if len(self.direct) > 64:
             for pid in [p for p in list(self.direct) if str(p).encode() not in current]:
                 del self.direct[pid]
@@ -630,6 +638,27 @@ class _Registry:
                 if reaped or now > until:
                     os.close(pidfd)
                     del self.dying[pid]
+
+    def _reap_lingering(self, current: set[bytes], now: float) -> None:
+        """Reap the foreign children that stayed zombies: a subreaper adopts every orphan below it (the CLI's
+        helpers when the CLI ends unboxed, what a dead child of ours left), and one nobody waits for would hold its
+        process-table slot until we exit. A child of our own spawners is reaped by them as it exits, so only one that
+        is still a zombie `_LINGER_S` after we first saw it so is taken."""
+        for key in [k for k, kind in self.known.items() if kind == _FOREIGN and k in current]:
+            st = _stat(int(key))
+            if st is None or st[0] not in (b"Z", b"X"):
+                self.lingering.pop(key, None)
+                continue
+            if now - self.lingering.setdefault(key, now) < _LINGER_S:
+                continue
+            try:
+                os.waitpid(int(key), os.WNOHANG)
+            except ChildProcessError:
+                pass
+            del self.lingering[key]
+            del self.known[key]
+        for key in self.lingering.keys() - current:
+            del self.lingering[key]
 
     def _reap_one(self, proc: _Proc) -> None:
         try:

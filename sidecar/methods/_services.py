@@ -20,7 +20,7 @@ def session_manager(app: SidecarApp) -> SessionManager:
         settings = SessionSettings(
             data_dir=data_dir(),
             permission_timeout_s=float(os.environ.get("ORION_PERMISSION_TIMEOUT", "120")),
-            session_end_budget_s=float(os.environ.get("ORION_SESSION_END_BUDGET", "1.5")),
+            session_end_budget_s=session_end_budget_s(os.environ),
         )
 
         async def request(method: str, params: dict, timeout: float):
@@ -29,6 +29,20 @@ def session_manager(app: SidecarApp) -> SessionManager:
         manager = SessionManager(settings, app.notify, request)
         app._orion_sessions = manager  # type: ignore[attr-defined]
     return manager
+
+
+def session_end_budget_s(environ: dict[str, str] | os._Environ[str]) -> float:
+    """How long SessionEnd hooks may take: ORION_SESSION_END_BUDGET (seconds), else Claude Code's own
+    CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS, as a user who raised it for their hooks set it, else 1.5 s (the CLI's
+    default). A value that is not a positive number is ignored."""
+    for name, scale in (("ORION_SESSION_END_BUDGET", 1.0), ("CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS", 1000.0)):
+        try:
+            value = float(environ.get(name, "")) / scale
+        except ValueError:
+            continue
+        if value > 0:
+            return value
+    return 1.5
 
 
 def has_session_manager(app: SidecarApp) -> bool:

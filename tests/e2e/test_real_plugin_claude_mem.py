@@ -144,8 +144,10 @@ async def test_claude_mem_stores_session_one_and_delivers_it_to_session_two(side
     observer = ScriptedServer(SCENARIOS / "claude_mem_observer.yaml", tmp_path / "observer-requests.jsonl")
     try:
         mem = _install(package, home, install_env, observer.url)
+        # claude-mem's SessionEnd hooks start bun: on a loaded 2-core machine that overran the 1.5 s default, and
+        # its users raise the budget as for `claude`, with Claude Code's own variable (which Orion honours).
         env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "ORION_CLAUDE_USER_SETTINGS": "",
-               "PATH": path}
+               "PATH": path, "CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "15000"}
         async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"), env=env) as run:
             listed = await run.request("hooks/list", {"projectDir": str(run.project)}, timeout=120)
             [entry] = [p for p in listed["trust"]["plugins"] if p["id"] == PLUGIN_ID]

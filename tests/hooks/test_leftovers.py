@@ -172,3 +172,33 @@ async def test_what_hooks_leave_is_found_with_the_same_few_proc_reads_per_hook_a
     # Before: every concurrent hook read /proc/<pid>/environ of every newer process, ~n/2 per hook (88,459 at 400).
     assert small[0] <= 3 and large[0] <= 3, (small, large)
     assert small[1] <= 1 and large[1] <= 1, (small, large)
+
+
+@pytest.mark.asyncio
+async def test_an_orphan_no_hook_owns_is_reaped_once_it_has_lingered_as_a_zombie(monkeypatch):
+    """The hook engine's process adopts every orphan below it; one that is nobody's (a CLI's helper left when the CLI
+    ended, here a grandchild of a plain subprocess) must not stay a zombie until the process exits."""
+    import subprocess
+
+    reg = leftovers._registry
+    reg.enable()
+    if not reg.enabled:
+        pytest.skip("this kernel refused PR_SET_CHILD_SUBREAPER")
+    monkeypatch.setattr(leftovers, "_LINGER_S", 0.2)
+    # the grandchild outlives its parent by a moment, so it dies as our (adopted) child
+    parent = subprocess.Popen(["sh", "-c", "sleep 0.3 & echo $!"], stdout=subprocess.PIPE, text=True)
+    orphan = int(parent.communicate(timeout=10)[0])
+
+    def zombie() -> bool:
+        try:
+            return psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE and psutil.Process(orphan).ppid() == os.getpid()
+        except psutil.NoSuchProcess:
+            return False
+
+    await until(zombie, 10, "the orphan became our zombie")
+    reg.next_linger_check = 0.0
+    reg.refresh()  # first seen dead: left to whoever may still reap it
+    assert zombie()
+    await anyio.sleep(0.3)
+    reg.refresh()  # a lingering zombie now, and the check is due again
+    assert not psutil.pid_exists(orphan)

@@ -381,7 +381,10 @@ async def test_a_daemon_the_hook_started_lives_until_the_session_ends_and_is_not
         assert await settle_leftovers(s.marker) == []
     messages = [r.getMessage() for r in caplog.records]
     assert not [m for m in messages if "[orion] killed" in m], messages
-    assert [m for m in messages if "runs on as a helper until the session ends (it left the hook's session)" in m]
+    # kept as a helper; why is whatever the daemon had done when it was looked at: a loaded machine can catch it
+    # between closing the hook's output and its setsid()
+    assert [m for m in messages if "runs on as a helper until the session ends (it left the hook's session)" in m
+            or "runs on as a helper until the session ends (it let go of the hook's output)" in m], messages
     assert [m for m in messages if "session ended: killed 1 process(es)" in m and "python" in m], messages
 
 

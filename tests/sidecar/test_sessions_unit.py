@@ -170,3 +170,12 @@ async def test_a_session_whose_agent_cannot_start_still_gets_session_end(tmp_pat
     assert "the CLI binary is missing" in refused.value.message
     assert fired == ["SessionStart", "SessionEnd"]
     assert manager.list() == []
+
+
+def test_the_session_end_budget_honours_claude_codes_variable_below_orions_own() -> None:
+    from sidecar.methods._services import session_end_budget_s
+
+    assert session_end_budget_s({}) == 1.5
+    assert session_end_budget_s({"CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "15000"}) == 15.0
+    assert session_end_budget_s({"CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "15000", "ORION_SESSION_END_BUDGET": "3"}) == 3.0
+    assert session_end_budget_s({"ORION_SESSION_END_BUDGET": "soon", "CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "-1"}) == 1.5
