@@ -63,7 +63,7 @@ _DYING_S = 10.0  # a killed process that is not our child is forgotten after thi
 # one will reap it, so we do. Our spawners' own children are reaped at their exit, long before this.
 _LINGER_S = 2.0
 _END_ROUNDS = 5
-_OPT_OUT_WAIT_S = 0.5
+_OPT_OUT_WAIT_S = 3.0  # on a loaded machine `env -u ORION_HOOK_RUN setsid svc` took more than 0.5 s to get there
 _DEATH_WAIT_S = 1.0
 
 log = logging.getLogger("hooks.leftovers")
