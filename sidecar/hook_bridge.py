@@ -12,6 +12,7 @@ from hooks.scoped import skill_key
 from hooks.tracing import TRACE_KEY
 from hooks.types import TOOL_EVENTS, SessionContext
 from sidecar.acp.client_tools import builtin_name
+from sidecar.file_watch import STATE_KEY as FILE_WATCH
 from sidecar.permissions import PermissionBroker
 
 # session.state key: SessionStart context not yet given to the model (it goes with the first prompt that is let through)
@@ -89,7 +90,10 @@ class RunnerBridge:
         from sidecar.sessions import sidecar_payload
 
         changed = sidecar_payload("CwdChanged", self.session, cwd=cwd, old_cwd=old, new_cwd=cwd)
-        await self.runner.fire("CwdChanged", changed, self.session)
+        agg = await self.runner.fire("CwdChanged", changed, self.session)
+        watch = self.session.state.get(FILE_WATCH)  # its watchPaths count, as in the CLI
+        if watch is not None:
+            watch.watch_paths(agg.specific)
 
     def _remember_call(self, tool_use_id: str, payload: dict[str, Any]) -> None:
         calls = self.session.state.setdefault(TOOL_CALL_CONTEXT, {})

@@ -530,6 +530,12 @@ class SessionManager:
                 # CLI calls no SessionStart callback, so it rides on the first prompt (sidecar/hook_bridge.py).
                 if start.additional_context:
                     context.state[PENDING_SESSION_CONTEXT] = start.additional_context
+                if built.hookset.active_for("FileChanged"):
+                    from sidecar.file_watch import STATE_KEY, FileWatch, named_files
+
+                    watch = context.state[STATE_KEY] = FileWatch(runner, context, named_files(built.hookset))
+                    watch.watch_paths(start.specific)
+                    watch.start()
 
             # SessionStart hooks run while the CLI boots (~0.5 s): neither needs the other, and the first prompt,
             # which carries their context, can only come once session/new has answered, after both.
@@ -569,6 +575,7 @@ class SessionManager:
             # Failed or cancelled (session/new cancelled, shutdown): the CLI, the runner's tracking thread,
             # background hooks and python launchers must not outlive the session that never was.
             with anyio.CancelScope(shield=True):
+                await close_file_watch(context)
                 await agent.close()
                 await runner.aclose()
             raise
@@ -719,6 +726,7 @@ class SessionManager:
             if trace is not None:
                 trace.end(reason)
             with anyio.CancelScope(shield=True):
+                await close_file_watch(session.context)
                 # Side by side, so the CLI's exit and the background hooks' grace period overlap instead of
                 # adding up. Safe: disconnect stops the SDK's reader first, so no hook callback reaches the runner.
                 async with anyio.create_task_group() as tg:
@@ -820,6 +828,15 @@ def report_plugins(sid: str, hookset: HookSet, config_dir: Path, cli_sources: li
                                   held_back=hookset.held_back_plugins()):
         log.warning("session %s: %s", sid, notice)
         hookset.warnings.append(notice)
+
+
+async def close_file_watch(context: SessionContext) -> None:
+    """Stop the session's FileChanged watch (sidecar/file_watch.py), if it has one."""
+    from sidecar.file_watch import STATE_KEY
+
+    watch = context.state.pop(STATE_KEY, None)
+    if watch is not None:
+        await watch.aclose()
 
 
 def sidecar_payload(event: str, context: SessionContext, **extra: Any) -> dict[str, Any]:
@@ -947,7 +964,7 @@ def callback_events(hookset: HookSet) -> frozenset[str]:
 AFTER_TURN_EVENTS = frozenset({"Stop"})
 # Events the sidecar fires itself at the moment they happen, never on the CLI's callback: PermissionRequest, when
 # the CLI asks `can_use_tool` (sidecar/hook_bridge.py HookedAsker; the CLI's own callback races that ask).
-SIDECAR_EVENTS = frozenset({"PermissionRequest"})
+SIDECAR_EVENTS = frozenset({"PermissionRequest", "FileChanged"})  # FileChanged: sidecar/file_watch.py
 
 
 def sidecar_fires(hookset: HookSet, event: str) -> bool:

@@ -36,6 +36,8 @@ class Case:
     # per tag: keys of the hook entry beside type/command (`args` makes it exec form); see _entry for placeholders
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     mcp: bool = False  # the project's .mcp.json starts the MCP probe (tests/conformance/mcp_probe.py) as "probe"
+    # a probe tag the CLI fires in the background at session start: both runs wait for it before the first prompt
+    wait_for: str | None = None
 
     def settings(self, probe_command: str) -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
@@ -195,9 +197,6 @@ CASES: list[Case] = [
     Case("event_cwd_changed", {"CwdChanged": [(None, ["cwd"])], "PreToolUse": [("Bash", ["pre"])]},
          turns=[[{"tool_use": {"name": "Bash", "input": {"command": "mkdir -p sub && cd sub", "description": "cd"}}}],
                 [BASH_ECHO], FINAL]),
-    # InstructionsLoaded (CLAUDE.md at session start) reaches the sidecar through the same callback, but the CLI fires
-    # it in the background while the session starts: under load it came after a one-prompt run had ended, so its
-    # cases are left out until the harness waits for it (docs/FIDELITY.md).
     Case("event_user_prompt_expansion", {"UserPromptExpansion": [(None, ["expand"])],
                                          "UserPromptSubmit": [(None, ["ups"])]},
          {"expand": {"stdout": _hso("UserPromptExpansion", additionalContext="expanded with care")}},
@@ -263,6 +262,30 @@ CASES: list[Case] = [
     Case("command_status_message", {"PreToolUse": [("Bash", ["status"])]},
          {"status": {"stdout": _hso("PreToolUse", additionalContext="checked")}},
          entries={"status": {"statusMessage": "Checking the command\u2026"}}),
+]
+
+CASES += [
+    # ---------------------------------------------------------------- more of the CLI's events (docs/FIDELITY.md)
+    # InstructionsLoaded comes in the background at session start: both runs wait for it before the first prompt.
+    Case("event_instructions_loaded", {"InstructionsLoaded": [(None, ["loaded"])]}, turns=[FINAL],
+         files={"CLAUDE.md": "Always answer briefly.\n"}, wait_for="loaded"),
+    Case("event_subagent_start_stop", {"SubagentStart": [(None, ["substart"])], "SubagentStop": [(None, ["substop"])],
+                                       "PreToolUse": [(None, ["pre"])]},
+         turns=[[{"tool_use": {"name": "Agent", "input": {"description": "look around", "prompt": "Say hello.",
+                                                          "subagent_type": "general-purpose",
+                                                          "run_in_background": False}}}], FINAL],
+         allowed_tools=("Bash", "Write", "Read", "Edit", "Agent", "Task")),
+    Case("event_model_switch", {"PreModelSwitch": [(None, ["premodel"])], "PostModelSwitch": [(None, ["postmodel"])]},
+         turns=[FINAL, "Second answer."], then=("/model claude-haiku-4-5", "and now?")),
+    Case("event_file_changed_matcher", {"FileChanged": [("watched.txt", ["changed"])]},
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "echo new > watched.txt && sleep 2",
+                                                         "description": "touch"}}}], FINAL],
+         files={"watched.txt": "old\n"}),
+    Case("event_file_changed", {"SessionStart": [(None, ["start"])], "FileChanged": [(None, ["changed"])]},
+         {"start": {"stdout": _hso("SessionStart", watchPaths=["<PROJECT>/watched.txt"])}},
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "echo new > watched.txt && sleep 2",
+                                                         "description": "touch"}}}], FINAL],
+         files={"watched.txt": "old\n"}),
 ]
 
 CASES += [

@@ -138,11 +138,20 @@ async def run_cli(case: Case, root: Path) -> Observation:
 
 
 async def _mcp_ready(case: Case, project: Path) -> None:
-    """With the MCP probe: wait until the session's CLI has listed its tools (tests/conformance/mcp_probe.py)."""
-    if case.mcp:
-        from tests.waiting import until
+    """Before the first prompt: with the MCP probe, until the session's CLI has listed its tools
+    (tests/conformance/mcp_probe.py); with `wait_for`, until that probe tag has run (an event the CLI fires in the
+    background at session start)."""
+    from tests.waiting import until
 
-        await until((project / ".claude" / "hooks" / "mcp-ready").exists, 60, "the MCP probe connected")
+    hooks = project / ".claude" / "hooks"
+    if case.mcp:
+        await until((hooks / "mcp-ready").exists, 60, "the MCP probe connected")
+    if case.wait_for:
+        def fired() -> bool:
+            log = hooks / "probe.log.jsonl"
+            return log.exists() and f'"tag": "{case.wait_for}"' in log.read_text()
+
+        await until(fired, 60, f"the {case.wait_for} hook ran")
 
 
 def _cli_result(stdout: str) -> dict[str, Any]:
@@ -227,6 +236,8 @@ def _observe(project: Path, request_log: Path, result: dict[str, Any]) -> Observ
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TOOLU = re.compile(r"toolu_[A-Za-z0-9_]+")
+_SUBAGENT_DURATION = re.compile(r"duration_ms: \d+")  # in a subagent's hand-back to the model
+_AGENT_ID = re.compile(r"\ba[0-9a-f]{16}\b")  # a subagent's id (agent_id, agentId: in its tool result)
 _TRANSCRIPTS = re.compile(r"<ROOT>/[^\"\\ ]*?/\.claude/projects/[^/\"\\ ]+/")
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b")
 # Claude Code's system prompt names the day: goldens recorded yesterday must still compare today.
@@ -252,6 +263,8 @@ def normalise(obs: dict[str, Any], root: Path) -> dict[str, Any]:
     ids: dict[str, str] = {}
     text = _TOOLU.sub(lambda m: ids.setdefault(m.group(0), f"toolu_{len(ids)}"), text)
     text = _UUID.sub("<UUID>", text)
+    text = _AGENT_ID.sub("<AGENT_ID>", text)
+    text = _SUBAGENT_DURATION.sub("duration_ms: <N>", text)
     # The CLI's transcripts live under its config dir: the test's home for the bare CLI, Orion's per-session one.
     text = _TRANSCRIPTS.sub("<TRANSCRIPTS>/", text)
     text = machine_neutral(text)

@@ -48,7 +48,9 @@ def main() -> int:
                                                         "additionalContext": f"argv: {words}"}}}
     if "stdout" in how:
         out = how["stdout"]
-        sys.stdout.write(out if isinstance(out, str) else json.dumps(out))
+        out = out if isinstance(out, str) else json.dumps(out)
+        # "<PROJECT>" in an answer stands for the project's path (a watchPaths entry, say)
+        sys.stdout.write(out.replace("<PROJECT>", os.environ.get("CLAUDE_PROJECT_DIR", "<PROJECT>")))
     if "stderr" in how:
         sys.stderr.write(how["stderr"])
     sys.stdout.flush()
