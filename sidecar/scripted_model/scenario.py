@@ -73,12 +73,23 @@ class Block(_Strict):
         return "text" if self.text is not None else "thinking" if self.thinking is not None else "tool_use"
 
 
-class Reply(_Strict):
-    """What the model answers to one request. A bare string or list of blocks is accepted as shorthand."""
+class ApiError(_Strict):
+    """An error answer instead of a message: the HTTP status and the API's error type and message (a 400
+    `invalid_request_error`, a 429 `rate_limit_error`, a 529 `overloaded_error`...)."""
 
-    content: list[Block]
+    status: int = Field(ge=400, le=599)
+    type: str = "api_error"
+    message: str = "scripted error"
+
+
+class Reply(_Strict):
+    """What the model answers to one request. A bare string or list of blocks is accepted as shorthand; `error`
+    answers with an API error instead of content."""
+
+    content: list[Block] = Field(default_factory=list)
     stop_reason: StopReason | None = None
     usage: Usage | None = None
+    error: ApiError | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -89,12 +100,13 @@ class Reply(_Strict):
             return {"content": value}
         return value
 
-    @field_validator("content")
-    @classmethod
-    def _not_empty(cls, content: list[Block]) -> list[Block]:
-        if not content:
-            raise ValueError("a reply needs at least one block")
-        return content
+    @model_validator(mode="after")
+    def _content_or_error(self) -> Reply:
+        if self.error is None and not self.content:
+            raise ValueError("a reply needs at least one block (or an error)")
+        if self.error is not None and self.content:
+            raise ValueError("a reply is either content or an error, not both")
+        return self
 
     def effective_stop_reason(self) -> str:
         if self.stop_reason is not None:

@@ -45,6 +45,7 @@ class RequestRecord:
     answered_by: str  # "turn:N", "rule:NAME", "default", "side_reply", "count_tokens", "error"
     reply: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str | None = None
+    error: dict[str, Any] | None = None  # the API error answered instead of a message (a scenario's `error` reply)
     at: float = field(default_factory=time.time)
 
     def to_json(self) -> str:
@@ -306,6 +307,10 @@ class ScriptedModelServer:
             return
 
         answered_by, reply, key = self.choose(body, headers)
+        if reply.error is not None:
+            record(answered_by, conversation=key, error=reply.error.model_dump())
+            await self._send_json(conn, writer, reply.error.status, _error(reply.error.type, reply.error.message))
+            return
         blocks = resolve_tool_ids(reply)
         stop_reason = reply.effective_stop_reason()
         usage = reply.usage or self.scenario.usage

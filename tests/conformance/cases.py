@@ -35,6 +35,7 @@ class Case:
     note: str = ""
     # per tag: keys of the hook entry beside type/command (`args` makes it exec form); see _entry for placeholders
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    default: Any = FINAL  # the scripted model's answer once the turns are used up
     mcp: bool = False  # the project's .mcp.json starts the MCP probe (tests/conformance/mcp_probe.py) as "probe"
     # a probe tag the CLI fires in the background at session start: both runs wait for it before the first prompt
     wait_for: str | None = None
@@ -56,7 +57,7 @@ class Case:
         return {**self.extra_settings, "hooks": hooks}
 
     def scenario(self) -> dict[str, Any]:
-        return {"name": self.name, "turns": list(self.turns), "default": FINAL, "side_reply": "Scripted title"}
+        return {"name": self.name, "turns": list(self.turns), "default": self.default, "side_reply": "Scripted title"}
 
 
 def _entry(probe_command: str, tag: str, fields: dict[str, Any]) -> dict[str, Any]:

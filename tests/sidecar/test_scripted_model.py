@@ -294,3 +294,21 @@ def test_command_line_rejects_a_bad_scenario(tmp_path: Path) -> None:
         [sys.executable, "-m", "sidecar.scripted_model", str(path)], cwd=REPO, capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 2 and "bad.yaml" in done.stderr and done.stdout == ""
+
+
+@pytest.mark.asyncio
+async def test_an_error_reply_answers_with_the_apis_error_status_and_body() -> None:
+    scenario = parse_scenario({"turns": [{"error": {"status": 529, "type": "overloaded_error", "message": "busy"}}, "ok"]})
+    server = ScriptedModelServer(scenario)
+    with anyio.fail_after(10):
+        async with server.running() as url, httpx.AsyncClient(base_url=url) as http:
+            failed = await http.post("/v1/messages", json=request("hi"))
+            then = await http.post("/v1/messages", json=request("again"))
+    assert failed.status_code == 529
+    assert failed.json() == {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+    assert streamed_text(then.text) == "ok"
+    assert server.requests[0].error == {"status": 529, "type": "overloaded_error", "message": "busy"}
+    with pytest.raises(ScenarioError, match="either content or an error"):
+        parse_scenario({"turns": [{"content": ["x"], "error": {"status": 400}}]})
+    with pytest.raises(ScenarioError, match="at least one block"):
+        parse_scenario({"turns": [{"content": []}]})
