@@ -87,6 +87,11 @@ class HookBridge(Protocol):
         """The longest ``fire`` may take for this event."""
         ...
 
+    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Answer an MCP server's elicitation the CLI hands the host (its `elicitation` control request):
+        ``{"action": "accept" | "decline" | "cancel", "content"?: {...}}``."""
+        ...
+
 
 @dataclass(slots=True)
 class PermissionAnswer:
@@ -297,6 +302,7 @@ class AgentSession:
                 self._close_box()
             raise
         self._client = client
+        self._serve_elicitations(getattr(client, "_query", None))
 
     def build_options(self) -> ClaudeAgentOptions:
         from claude_agent_sdk.types import ClaudeAgentOptions, HookMatcher  # not the package: sidecar/sdk_loader.py
@@ -451,6 +457,32 @@ class AgentSession:
             raise AgentNotStarted("start() the session first")
         await self._client.set_model(model)
         self.config.model = model
+
+    def _serve_elicitations(self, query: Any) -> None:
+        """Answer the CLI's `elicitation` control requests (an MCP server asks the user something): the SDK we pin
+        has no handler for them and errors, which the CLI reads as "cancel". Through this, Elicitation hooks decide
+        as in Claude Code: the CLI drops a callback's "accept" (measured on 2.1.330), so the sidecar runs them here,
+        where the CLI would otherwise ask its user (tests/conformance `event_elicitation`)."""
+        handle = getattr(query, "_handle_control_request", None)
+        if handle is None or not callable(getattr(self._bridge, "elicit", None)):
+            return
+        bridge = self._bridge
+
+        async def handle_with_elicitation(request: dict[str, Any]) -> None:
+            data = request.get("request") or {}
+            if data.get("subtype") != "elicitation":
+                await handle(request)
+                return
+            try:
+                answer = await bridge.elicit(dict(data))
+            except Exception:  # noqa: BLE001 - the server gets a cancel, as when nobody answers
+                log.exception("elicitation from %s failed", data.get("mcp_server_name"))
+                answer = {"action": "cancel"}
+            response = {"type": "control_response",
+                        "response": {"subtype": "success", "request_id": request.get("request_id"), "response": answer}}
+            await query.transport.write(json.dumps(response) + "\n")
+
+        query._handle_control_request = handle_with_elicitation
 
     async def call_mcp_tool(self, server: str, tool: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Call a tool of one of this session's MCP servers over the CLI's own connection to it (its `mcp_call`

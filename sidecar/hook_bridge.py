@@ -23,6 +23,8 @@ TOOL_CALL_CONTEXT = "_tool_call_context"
 _TOOL_CALL_KEYS = ("permission_mode", "effort", "prompt_id", "agent_id", "agent_type")
 # session.state key: the agent's working directory as the CLI's last hook input gave it (for CwdChanged).
 LAST_CWD = "_last_cwd"
+# session.state key: the server whose last elicitation an Elicitation hook answered (its ElicitationResult is not run).
+ELICITATION_ANSWERED = "_elicitation_answered"
 _TOOL_CALL_MEMORY = 64  # calls remembered: the permission ask follows its PreToolUse at once
 
 log = logging.getLogger("sidecar.hook_bridge")
@@ -45,7 +47,7 @@ class RunnerBridge:
         return budget
 
     async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
-        if not self.delivered_by_cli(event, payload):
+        if not self.delivered_by_cli(event, payload) or self._answered_by_a_hook(event, payload):
             return {}
         if log.isEnabledFor(logging.DEBUG):
             log.debug("CLI callback %s session=%s", event, self.session.session_id)
@@ -95,6 +97,27 @@ class RunnerBridge:
         if watch is not None:
             watch.watch_paths(agg.specific)
 
+    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An MCP server's elicitation, handed to the host by the CLI: the Elicitation hooks decide first, with the
+        CLI's input; an answer of theirs ("accept" with its content, "decline", "cancel") goes back to the server,
+        and the CLI's ElicitationResult callback that follows is not run again for it (in Claude Code a hook's answer
+        is final). Without one, nobody here can ask the user yet: "cancel"."""
+        from sidecar.sessions import sidecar_payload
+
+        fields = {key: request[key] for key in ("mcp_server_name", "message", "mode", "url", "elicitation_id",
+                                                 "requested_schema") if request.get(key) is not None}
+        payload = sidecar_payload("Elicitation", self.session, **fields)
+        payload["cwd"] = self.session.state.get(LAST_CWD, payload["cwd"])
+        agg = await self.runner.fire("Elicitation", payload, self.session)
+        action = agg.specific.get("action")
+        if action not in ("accept", "decline", "cancel"):
+            return {"action": "cancel"}
+        self.session.state[ELICITATION_ANSWERED] = request.get("mcp_server_name")
+        answer: dict[str, Any] = {"action": action}
+        if action == "accept" and isinstance(agg.specific.get("content"), dict):
+            answer["content"] = agg.specific["content"]
+        return answer
+
     def _remember_call(self, tool_use_id: str, payload: dict[str, Any]) -> None:
         calls = self.session.state.setdefault(TOOL_CALL_CONTEXT, {})
         calls[tool_use_id] = {key: payload[key] for key in _TOOL_CALL_KEYS if key in payload}
@@ -111,6 +134,12 @@ class RunnerBridge:
         if event == "SessionEnd":
             return payload.get("reason") == "clear"
         return True
+
+    def _answered_by_a_hook(self, event: str, payload: dict[str, Any]) -> bool:
+        """The ElicitationResult after an elicitation an Elicitation hook answered: Claude Code runs none then."""
+        if event != "ElicitationResult" or ELICITATION_ANSWERED not in self.session.state:
+            return False
+        return self.session.state.pop(ELICITATION_ANSWERED) == payload.get("mcp_server_name")
 
     def _scoped_context(self, event: str, payload: dict[str, Any]) -> SessionContext:
         """The session as this event sees it: inside which subagent (the CLI marks its events with `agent_type`) and

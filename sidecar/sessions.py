@@ -964,7 +964,8 @@ def callback_events(hookset: HookSet) -> frozenset[str]:
 AFTER_TURN_EVENTS = frozenset({"Stop"})
 # Events the sidecar fires itself at the moment they happen, never on the CLI's callback: PermissionRequest, when
 # the CLI asks `can_use_tool` (sidecar/hook_bridge.py HookedAsker; the CLI's own callback races that ask).
-SIDECAR_EVENTS = frozenset({"PermissionRequest", "FileChanged"})  # FileChanged: sidecar/file_watch.py
+# FileChanged: sidecar/file_watch.py; Elicitation: the CLI's elicitation control request (sidecar/agent.py)
+SIDECAR_EVENTS = frozenset({"PermissionRequest", "FileChanged", "Elicitation"})
 
 
 def sidecar_fires(hookset: HookSet, event: str) -> bool:

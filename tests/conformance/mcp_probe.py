@@ -6,7 +6,8 @@ The project's `.mcp.json` starts it as `python <project>/.claude/hooks/mcp_probe
 It appends `{"tag", "stdin": {"hook_event_name", "mcp_arguments"}}` to `probe.log.jsonl` beside itself, the log
 the command probe writes, and answers from `behaviours.json`'s entry for the tag: `answer` (a text block; a dict
 is sent as its JSON), `blocks` (several content blocks as given), `structured` (structured content beside its
-JSON as text, or beside `text`), `error` (an error result with that text). The low-level server is used so that the tool takes
+JSON as text, or beside `text`), `error` (an error result with that text). Its second tool, `ask`, asks the user one question through an MCP
+elicitation and answers with what came back (the Elicitation hook cases). The low-level server is used so that the tool takes
 any arguments and its answer is exactly the blocks asked for.
 """
 
@@ -31,11 +32,19 @@ async def list_tools() -> list[types.Tool]:
     (HERE / "mcp-ready").touch()
     return [types.Tool(name="hook", description="Answers an mcp_tool hook as its conformance case says.",
                        inputSchema={"type": "object", "properties": {"tag": {"type": "string"}},
-                                    "additionalProperties": True})]
+                                    "additionalProperties": True}),
+            types.Tool(name="ask", description="Asks the user one question (an MCP elicitation) and says the answer.",
+                       inputSchema={"type": "object", "properties": {}})]
 
 
 @server.call_tool(validate_input=False)
 async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+    if name == "ask":
+        answer = await server.request_context.session.elicit_form(
+            "Which colour should the report use?",
+            {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]},
+            related_request_id=server.request_context.request_id)
+        return [types.TextContent(type="text", text=f"elicitation: {answer.action} {json.dumps(answer.content)}")]
     if name != "hook":
         raise ValueError(f"Unknown tool: {name}")
     tag = str(arguments.get("tag", "untagged"))
