@@ -145,11 +145,17 @@ class SidecarApp:
         """From now on this connection speaks ACP (sidecar/acp/dialect.py)."""
         from sidecar.acp.dialect import AcpDialect
 
-        self.acp = AcpDialect(client_capabilities)
+        self.acp = AcpDialect(client_capabilities, cwd_of=self._session_dir)
         self.routes.dialect = "acp"
         if self._peer is not None:
             self._peer.acp_cancel = True
         return self.acp
+
+    def _session_dir(self, session_id: str) -> str | None:
+        """A live session's project directory (ACP's tool-call paths are absolute, taken from it)."""
+        manager = getattr(self, "_orion_sessions", None)  # sidecar/methods/_services.py, once a session was asked for
+        session = getattr(manager, "_sessions", {}).get(session_id) if manager is not None else None
+        return str(session.project_dir) if session is not None else None
 
     # ------------------------------------------------------------------ registration
 

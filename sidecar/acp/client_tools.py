@@ -78,10 +78,16 @@ class ClientTools:
         """The CLI's own tools these stand in for (the session's CLI does not offer them)."""
         return [*(FS_TOOLS if self.files else ()), *(TERMINAL_TOOLS if self.terminal else ())]
 
+    def _absolute(self, path: Any) -> str:
+        """ACP's file methods take absolute paths: a relative one (as the model may write it) is the session's."""
+        from sidecar.acp.tools import absolute
+
+        return absolute(str(path), self.cwd)
+
     # ------------------------------------------------------------------ the tools
 
     async def read(self, args: dict[str, Any]) -> dict[str, Any]:
-        params: dict[str, Any] = {"sessionId": self.session_id, "path": str(args["file_path"])}
+        params: dict[str, Any] = {"sessionId": self.session_id, "path": self._absolute(args["file_path"])}
         offset = args.get("offset")
         if isinstance(offset, int) and offset > 0:
             params["line"] = offset
@@ -97,7 +103,7 @@ class ClientTools:
         return _text(numbered(content, params.get("line", 1)))
 
     async def write(self, args: dict[str, Any]) -> dict[str, Any]:
-        path = str(args["file_path"])
+        path = self._absolute(args["file_path"])
         try:
             await self._request("fs/write_text_file",
                                 {"sessionId": self.session_id, "path": path, "content": str(args.get("content", ""))})
@@ -106,7 +112,7 @@ class ClientTools:
         return _text(f"File written successfully at: {path}")
 
     async def edit(self, args: dict[str, Any]) -> dict[str, Any]:
-        path = str(args["file_path"])
+        path = self._absolute(args["file_path"])
         old, new = str(args.get("old_string", "")), str(args.get("new_string", ""))
         try:
             answer = await self._request("fs/read_text_file", {"sessionId": self.session_id, "path": path})

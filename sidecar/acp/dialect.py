@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -53,8 +54,10 @@ def events_wanted(client_capabilities: dict[str, Any]) -> frozenset[str]:
 class AcpDialect:
     """Per connection: which extension events the client wants, and each session's event sequence."""
 
-    def __init__(self, client_capabilities: dict[str, Any]) -> None:
+    def __init__(self, client_capabilities: dict[str, Any], cwd_of: Callable[[str], str | None] | None = None) -> None:
         self.client_capabilities = client_capabilities
+        # A session's directory, for the absolute paths ACP asks for in tool calls (None: unknown, paths as given).
+        self.cwd_of: Callable[[str], str | None] = cwd_of or (lambda _sid: None)
         self.wanted = events_wanted(client_capabilities)
         self._seq: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         # executionId -> toolCallId, from hook_started until hook_response: progress and response carry it too.
@@ -67,7 +70,7 @@ class AcpDialect:
         if event == "session/update":
             sid = params["sessionId"]
             return [("session/update", {"sessionId": sid, "update": update})
-                    for update in self.updates(params["update"])]
+                    for update in self.updates(params["update"], self.cwd_of(sid))]
         tool_call_id = self._track_execution(event, params)
         if event in self.wanted:
             return [(EXT_PREFIX + event, self._extension(params, tool_call_id))]
@@ -96,10 +99,10 @@ class AcpDialect:
         return out
 
     @classmethod
-    def updates(cls, update: dict[str, Any]) -> list[dict[str, Any]]:
+    def updates(cls, update: dict[str, Any], cwd: str | None = None) -> list[dict[str, Any]]:
         """One core update as ACP updates (an agent's todo list is a tool call and a plan). What a subagent does
         carries the tool call that runs it, `_meta.orion.parentToolCallId` (ACP has no field for it)."""
-        out = cls._updates(update)
+        out = cls._updates(update, cwd)
         parent = update.get("parentToolUseId")
         if parent:
             for body in out:
@@ -108,7 +111,7 @@ class AcpDialect:
         return out
 
     @staticmethod
-    def _updates(update: dict[str, Any]) -> list[dict[str, Any]]:
+    def _updates(update: dict[str, Any], cwd: str | None) -> list[dict[str, Any]]:
         kind = update.get("sessionUpdate")
         if kind == "user_message":
             # A live prompt is the client's own; it hears the user's words only when a session's history is replayed.
@@ -120,7 +123,7 @@ class AcpDialect:
         if kind == "tool_call":
             tool_input = update.get("input") if isinstance(update.get("input"), dict) else {}
             body = {"sessionUpdate": "tool_call", "status": update.get("status") or "pending",
-                    **tool_call_fields(update["toolUseId"], update.get("name", ""), tool_input)}
+                    **tool_call_fields(update["toolUseId"], update.get("name", ""), tool_input, cwd)}
             out = [body]
             if update.get("name") == "TodoWrite":
                 entries = plan_entries(tool_input)
@@ -154,11 +157,11 @@ class AcpDialect:
 
     # ------------------------------------------------------------------ requests
 
-    @staticmethod
-    def permission_request(params: dict[str, Any]) -> dict[str, Any]:
+    def permission_request(self, params: dict[str, Any]) -> dict[str, Any]:
         """Orion's permission request as ACP's: the tool call it is about, the options, and why it asks."""
         tool_input = params.get("toolInput") if isinstance(params.get("toolInput"), dict) else {}
-        tool_call = {**tool_call_fields(params["toolUseId"], params.get("toolName", ""), tool_input), "status": "pending"}
+        tool_call = {**tool_call_fields(params["toolUseId"], params.get("toolName", ""), tool_input,
+                                        self.cwd_of(str(params.get("sessionId") or ""))), "status": "pending"}
         reason = params.get("reason")
         if reason:
             tool_call.setdefault("content", [])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from typing import Any
 
 TITLE_MAX = 200
@@ -65,22 +67,31 @@ def tool_title(name: str, tool_input: dict[str, Any]) -> str:
     return name
 
 
-def tool_locations(name: str, tool_input: dict[str, Any]) -> list[dict[str, Any]]:
+def absolute(path: str, cwd: str | None) -> str:
+    """A path as ACP asks for it, absolute: a relative one (as the model may write it) taken from the session's
+    directory, as the CLI's own file tools take it."""
+    if cwd is None or os.path.isabs(path):
+        return path
+    return os.path.normpath(os.path.join(cwd, path))
+
+
+def tool_locations(name: str, tool_input: dict[str, Any], cwd: str | None = None) -> list[dict[str, Any]]:
     path = tool_input.get("file_path") or tool_input.get("notebook_path")
     if not isinstance(path, str) or not path:
         return []
-    location: dict[str, Any] = {"path": path}
+    location: dict[str, Any] = {"path": absolute(path, cwd)}
     offset = tool_input.get("offset")
     if name == "Read" and isinstance(offset, int) and offset > 0:
         location["line"] = offset
     return [location]
 
 
-def tool_content(name: str, tool_input: dict[str, Any]) -> list[dict[str, Any]]:
+def tool_content(name: str, tool_input: dict[str, Any], cwd: str | None = None) -> list[dict[str, Any]]:
     """Edits as ACP diffs (the client can show and review them); nothing for other tools."""
     path = tool_input.get("file_path")
     if not isinstance(path, str):
         return []
+    path = absolute(path, cwd)
     if name == "Write" and isinstance(tool_input.get("content"), str):
         return [{"type": "diff", "path": path, "newText": tool_input["content"]}]
     if name == "Edit" and isinstance(tool_input.get("new_string"), str):
@@ -108,8 +119,9 @@ def plan_entries(tool_input: dict[str, Any]) -> list[dict[str, Any]] | None:
     return entries
 
 
-def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-    """The ToolCall fields ACP shows for a call: id, title, kind, locations, diff content and the raw input."""
+def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any], cwd: str | None = None) -> dict[str, Any]:
+    """The ToolCall fields ACP shows for a call: id, title, kind, locations, diff content (paths absolute, relative
+    ones taken from the session's directory `cwd`) and the raw input as the model wrote it."""
     from sidecar.acp.client_tools import builtin_name
 
     name = builtin_name(name)  # the client's own file and terminal tools show as Claude Code's
@@ -119,10 +131,10 @@ def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any]) ->
         "kind": tool_kind(name),
         "rawInput": tool_input,
     }
-    locations = tool_locations(name, tool_input)
+    locations = tool_locations(name, tool_input, cwd)
     if locations:
         fields["locations"] = locations
-    content = tool_content(name, tool_input)
+    content = tool_content(name, tool_input, cwd)
     if content:
         fields["content"] = content
     return fields

@@ -133,3 +133,42 @@ async def test_files_and_terminals_of_the_client_serve_the_agent_with_hooks_on_e
     assert f"Read {notes}" in titles and f"Edit {notes}" in titles
     started = [p for m, p in client.extensions if m.endswith("hook_started") and p.get("event") == "PreToolUse"]
     assert started
+
+
+async def test_relative_paths_reach_the_client_absolute(tmp_path: Path) -> None:
+    """ACP asks for absolute paths: a relative one the model wrote reaches the client's fs methods, the tool call's
+    locations and its diff taken from the session's directory (a client that refuses relative paths then works),
+    and the guards still see the write to `.env` for what it is."""
+    from acp import spawn_agent_process
+
+    project_dir = project(tmp_path)
+    (project_dir / "docs").mkdir()
+    client = EditorClient({str(project_dir / "docs" / "notes.txt"): "a draft\n"})
+    script = tmp_path / "relative.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool_use": {"name": "mcp__acp__Read", "input": {"file_path": "docs/notes.txt"}}}],
+        [{"tool_use": {"name": "mcp__acp__Edit", "input": {"file_path": "./docs/../docs/notes.txt",
+                                                            "old_string": "draft", "new_string": "plan"}}}],
+        [{"tool_use": {"name": "mcp__acp__Write", "input": {"file_path": "summary.md", "content": "# Summary\n"}}}],
+        [{"tool_use": {"name": "mcp__acp__Write", "input": {"file_path": "docs/../.env", "content": "TOKEN=x\n"}}}],
+        "Done.",
+    ], "default": "Done."}))
+    capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))
+    import sys
+
+    async with spawn_agent_process(client, sys.executable, "-m", "sidecar", env=child_env(tmp_path),
+                                   cwd=str(REPO_ROOT)) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=capabilities)
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": f"scripted:{script}"})
+        result = await conn.prompt(session_id=session.session_id, prompt=[text_block("tidy the docs")])
+    assert result.stop_reason == "end_turn"
+    notes, summary = str(project_dir / "docs" / "notes.txt"), str(project_dir / "summary.md")
+    assert client.reads[0] == notes
+    assert client.writes == [(notes, "a plan\n"), (summary, "# Summary\n")]  # .env: denied by the guard
+    # every path ACP carries in the tool calls the client was shown is absolute
+    calls = [u for u in client.of_kind("tool_call")] + [r["toolCall"] for r in client.permission_requests]
+    paths = [loc["path"] for call in calls for loc in (call.get("locations") or [])]
+    paths += [c["path"] for call in calls for c in (call.get("content") or []) if c.get("type") == "diff"]
+    assert paths and all(Path(p).is_absolute() for p in paths), paths
+    assert summary in paths and str(project_dir / ".env") in paths
