@@ -56,7 +56,7 @@ def parse_args(argv: list[str] | None) -> SimpleNamespace:
     import argparse
 
     parser = argparse.ArgumentParser(prog="orion-sidecar", description="Orion Sidecar: line-delimited JSON-RPC 2.0 on stdin/stdout.")
-    parser.add_argument("--log-level", default=None, help="DEBUG, INFO (default; or $ORION_LOG_LEVEL), WARNING, ERROR")
+    parser.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING (default; or $ORION_LOG_LEVEL), ERROR")
     parser.add_argument("--max-line-bytes", type=int, default=DEFAULTS.max_line_bytes, help="longest accepted input line (default 16 MiB)")
     parser.add_argument("--max-batch-bytes", type=int, default=DEFAULTS.max_batch_bytes,
                         help="largest accepted batch line; larger ones are refused unread (default 1 MiB)")

@@ -32,8 +32,9 @@ class LineFormatter(logging.Formatter):
 
 
 def configure(level: str | None = None) -> None:
-    """Send every record at `level` (default: $ORION_LOG_LEVEL or INFO) to stderr, one line each."""
-    chosen = (level or os.environ.get(ENV_LEVEL) or "INFO").upper()
+    """Send every record at `level` (default: $ORION_LOG_LEVEL or WARNING) to stderr, one line each. WARNING by
+    default: ACP clients (Toad, editor plugins) show whatever an agent writes on stderr, some as error notices."""
+    chosen = (level or os.environ.get(ENV_LEVEL) or "WARNING").upper()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(LineFormatter())
     root = logging.getLogger()

@@ -21,6 +21,8 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("ORION_CLAUDE_USER_SETTINGS", str(home / ".claude" / "settings.json"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("HOOK_DEBUG", raising=False)
+    # The sidecars tests start log at INFO (the product's default is WARNING): many tests read what a session logged.
+    monkeypatch.setenv("ORION_LOG_LEVEL", os.environ.get("ORION_LOG_LEVEL") or "INFO")
     # The memory backend is the user's choice: a developer's team database must never receive test data.
     for name in ("ORION_MEMORY_URL", "ORION_MEMORY_TEAM", "ORION_MEMORY_USER"):
         monkeypatch.delenv(name, raising=False)

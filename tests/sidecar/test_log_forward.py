@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import anyio
 import pytest
@@ -45,3 +47,25 @@ async def test_default_level_forwards_no_info_records() -> None:
     # The record was written to stderr, but at the default level (WARNING) it is not forwarded.
     assert "initialized by" in client.stderr_text()
     assert [e for e in client.history if e.name == "log" and e.params.get("level") == "info"] == []
+
+
+def test_the_sidecar_logs_at_warning_unless_asked(tmp_path: Path) -> None:
+    """ACP clients show what an agent writes on stderr (some as error notices): by default only warnings and errors
+    go there; ORION_LOG_LEVEL=INFO brings the session timings back."""
+    import subprocess
+    import sys
+
+    def stderr_of(level: str | None) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "ORION_LOG_LEVEL"}
+        if level:
+            env["ORION_LOG_LEVEL"] = level
+        first = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                            "params": {"protocolVersion": 1, "clientCapabilities": {}}})
+        done = subprocess.run([sys.executable, "-m", "sidecar"], input=first + "\n", capture_output=True, text=True,
+                              timeout=60, env=env, cwd=Path(__file__).resolve().parents[2])
+        assert '"protocolVersion":1' in done.stdout.replace(" ", "")
+        return done.stderr
+
+    quiet, chatty = stderr_of(None), stderr_of("INFO")
+    assert " INFO " in chatty and "initialized by" in chatty
+    assert " INFO " not in quiet and "initialized by" not in quiet
