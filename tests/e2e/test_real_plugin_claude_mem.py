@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -121,6 +122,19 @@ async def _wait_for_memory(mem: Path, observations: int, summaries: int) -> tupl
     return _counts(mem)
 
 
+async def _answered(run: Any) -> None:
+    """Until every plugin hook started so far has answered (claude-mem's Stop hooks run on after the turn's answer;
+    on a loaded machine they were still running when the session ended, and were cancelled)."""
+    from tests.waiting import until
+
+    def settled() -> bool:
+        started = {e["executionId"] for e in run.named("hook_started") if e.get("source") == "plugin"}
+        answered = {e["executionId"] for e in run.named("hook_response") if e.get("source") == "plugin"}
+        return started <= answered
+
+    await until(settled, 120, "claude-mem's hooks answered")
+
+
 def _workers(marker: str) -> list[int]:
     out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -160,9 +174,11 @@ async def test_claude_mem_stores_session_one_and_delivers_it_to_session_two(side
             await run.prompt(first, "read the notes", timeout=180)
             during = _workers(str(home))
             stored = await _wait_for_memory(mem, observations=1, summaries=1)
+            await _answered(run)
             await run.end(first)
             second = (await run.new_session("claude_mem_2"))["sessionId"]
             await run.prompt(second, "what happened last time?", timeout=180)
+            await _answered(run)  # its Stop hooks (the summary) run on after the answer; ending cancels what still runs
             await run.end(second)
 
             failed = [(r["event"], r["outcome"], r.get("stderr"), r.get("error")) for r in run.named("hook_response")
