@@ -16,6 +16,9 @@ from sidecar.methods._services import session_manager
 
 SUPPORTED_VERSION = 1
 SCRIPTED_AUTH = "scripted"
+# The model a session that names none gets once the client chose the scripted auth method (a plain ACP client has no
+# way to put Orion's `_meta` in session/new): text answers, no tools (sidecar/scenarios/basic.yaml).
+SCRIPTED_DEFAULT = "scripted:basic"
 CLAUDE_AUTH = "claude"
 
 # Claude Code's permission modes as ACP session modes. bypassPermissions is not offered to root: the CLI refuses it.
@@ -72,7 +75,8 @@ def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpIniti
              "description": "ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the sidecar's environment, an apiKeyHelper "
                             "in ~/.claude/settings.json, or the Claude Code login (`claude /login`)"},
             {"id": SCRIPTED_AUTH, "name": "Scripted model (offline)",
-             "description": "No credential: sessions use `_meta.orion.model: \"scripted:<scenario>\"`"},
+             "description": "No credential: after this, a session that names no model uses the offline scripted model "
+                            f"`{SCRIPTED_DEFAULT}`; any session may name one in `_meta.orion.model: \"scripted:<scenario>\"`"},
         ],
         "_meta": {"orion": {"methods": orion_methods,
                             "events": sorted(EXT_PREFIX + name for name in _orion_event_names()),
@@ -146,6 +150,8 @@ def _traceparent(meta: dict[str, Any] | None) -> str | None:
 def _session_kwargs(app: SidecarApp, params: p.AcpNewSessionParams) -> dict[str, Any]:
     """session/new's (and _orion/session/prepare's) parameters as the session core's."""
     options = orion_options(params.meta)
+    if options.model is None and getattr(app, "default_model", None):
+        options = options.model_copy(update={"model": app.default_model})  # type: ignore[attr-defined]
     return {"project_dir": _absolute_dir(params.cwd), **options.model_dump(),
             "mcp_servers": sdk_mcp_servers(params.mcp_servers),
             "client_capabilities": app.acp.client_capabilities if app.acp else None}
@@ -162,6 +168,7 @@ def register(app: SidecarApp) -> None:
     @app.method("authenticate", acp=True)
     async def authenticate(params: p.AuthenticateParams, call: CallContext) -> p.AcpEmpty:
         if params.method_id == SCRIPTED_AUTH:
+            app.default_model = SCRIPTED_DEFAULT  # type: ignore[attr-defined]
             return p.AcpEmpty()
         if params.method_id != CLAUDE_AUTH:
             raise InvalidParams(f"unknown auth method {params.method_id!r} (have {CLAUDE_AUTH!r}, {SCRIPTED_AUTH!r})",

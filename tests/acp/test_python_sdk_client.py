@@ -76,6 +76,29 @@ async def test_handshake_answers_with_acp_version_capabilities_and_auth_methods(
     assert not sdk_errors
 
 
+async def test_a_plain_client_reaches_the_offline_model_through_the_scripted_auth_method(tmp_path: Path,
+                                                                                          monkeypatch) -> None:
+    """A client that cannot put Orion's `_meta` in session/new (most can't) picks the advertised `scripted` method
+    and gets sessions on the offline model; before, the method answered {} and session/new said "no credential"."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    project_dir = project(tmp_path)
+    client = RecordingClient()
+    async with acp_sidecar(client, tmp_path, events=False) as (conn, init):
+        [scripted] = [m for m in init.auth_methods if m.id == "scripted"]
+        assert "scripted:basic" in (scripted.description or "")
+        with pytest.raises(RequestError) as refused:  # no credential, no scripted model chosen: as before
+            await conn.new_session(cwd=str(project_dir), mcp_servers=[])
+        assert refused.value.code == -32000
+        await conn.authenticate(method_id="scripted")
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[])
+        result = await conn.prompt(session_id=session.session_id, prompt=[text_block("hello?")])
+        assert session.field_meta["orion"]["model"] == "scripted:basic"
+    assert result.stop_reason == "end_turn"
+    said = "".join(u["content"]["text"] for u in client.of_kind("agent_message_chunk"))
+    assert said.startswith("Hello! I am the scripted model.")
+
+
 async def test_an_unsupported_version_is_answered_with_ours(tmp_path: Path) -> None:
     async with acp_sidecar(RecordingClient(), tmp_path, version=7) as (conn, init):
         assert init.protocol_version == 1
