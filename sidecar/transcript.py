@@ -81,5 +81,7 @@ def history_updates(path: Path) -> list[dict[str, Any]]:
 
 
 def _is_cli_markup(text: str) -> bool:
-    # The CLI's own records of slash commands and local command output, not words the user typed.
-    return text.startswith(("<command-name>", "<local-command-stdout>", "<command-message>"))
+    # The CLI's own records of slash commands, local command output and a cancelled turn ("[Request interrupted by
+    # user]", "... for tool use]"), not words the user typed.
+    return text.startswith(("<command-name>", "<local-command-stdout>", "<command-message>",
+                            "[Request interrupted by user"))

@@ -279,6 +279,13 @@ async def test_cancel_mid_turn_answers_cancelled(tmp_path: Path) -> None:
         # The session is usable again afterwards.
         again = await conn.prompt(session_id=sid, prompt=[text_block("and now?")])
         assert again.stop_reason == "end_turn"
+    # Loaded later, its history is what the user saw: their two prompts, not the CLI's "[Request interrupted by
+    # user...]" record as if they had typed it.
+    later = RecordingClient()
+    async with acp_sidecar(later, tmp_path) as (conn, init):
+        await conn.load_session(cwd=str(project_dir), session_id=sid, mcp_servers=[])
+    said = [u["content"]["text"] for u in later.of_kind("user_message_chunk")]
+    assert said == ["wait a while", "and now?"], said
 
 
 async def test_a_session_loads_after_a_restart_with_its_history_and_a_resume_start(tmp_path: Path, sdk_errors: list) -> None:
