@@ -336,12 +336,16 @@ class SessionManager:
             raise ResourceNotFound(f"no past session {session_id} in this sidecar's records",
                                    data={"sessionId": session_id})
         options = {**known.get("options", {}), **{k: v for k, v in overrides.items() if v is not None}}
+        # A listed session that was never prompted has no conversation for the CLI to resume: it starts again under
+        # its id, with no history (a prompt names it in the index; one that had prompts and lost its transcript is
+        # still refused, rather than silently emptied).
+        prompted = bool(known.get("title"))
         session, hookset = await self.new(
             project_dir=project_dir, session_id=session_id, vault_dir=options.get("vaultDir"),
             model=options.get("model"), permission_mode=options.get("permissionMode"),
             allowed_tools=options.get("allowedTools"), system_prompt=options.get("systemPrompt"),
             sandbox=options.get("sandbox"), setting_sources=options.get("settingSources"),
-            builtin_hooks=options.get("builtinHooks"), mcp_servers=mcp_servers, resume=True,
+            builtin_hooks=options.get("builtinHooks"), mcp_servers=mcp_servers, resume=prompted,
             client_capabilities=client_capabilities,
         )
         updates = await anyio.to_thread.run_sync(history_updates, Path(transcript_path(session.context)))

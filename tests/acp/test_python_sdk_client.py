@@ -288,6 +288,24 @@ async def test_cancel_mid_turn_answers_cancelled(tmp_path: Path) -> None:
     assert said == ["wait a while", "and now?"], said
 
 
+async def test_a_listed_session_that_was_never_prompted_loads(tmp_path: Path, sdk_errors: list) -> None:
+    """acpx and others list sessions and reload one: one the user opened and never prompted loads empty, under its
+    id, and takes prompts (it answered -32002, "no conversation to resume")."""
+    project_dir = project(tmp_path)
+    async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        sid = (await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})).session_id
+    later = RecordingClient()
+    async with acp_sidecar(later, tmp_path) as (conn, init):
+        assert sid in [s.session_id for s in (await conn.list_sessions(cwd=str(project_dir))).sessions]
+        await conn.load_session(cwd=str(project_dir), session_id=sid, mcp_servers=[])
+        assert not later.of_kind("user_message_chunk")  # nothing to replay
+        result = await conn.prompt(session_id=sid, prompt=[text_block("first words at last")])
+    assert result.stop_reason == "end_turn"
+    assert any(u["content"]["text"] == "Plain answer." for u in later.of_kind("agent_message_chunk"))
+    assert not sdk_errors
+
+
 async def test_a_session_loads_after_a_restart_with_its_history_and_a_resume_start(tmp_path: Path, sdk_errors: list) -> None:
     project_dir = project(tmp_path)
     first = RecordingClient()
