@@ -96,6 +96,16 @@ class SessionIndex:
             sessions[session_id] = entry
             self._write(sessions)
 
+    def current(self, session_id: str, **choices: str) -> None:
+        """The user switched the session's model or mode (`model=`, `permissionMode=`): what a later load restores."""
+        with self._locked():
+            sessions = self._read()
+            entry = sessions.get(session_id)
+            if entry is None:
+                return
+            entry.setdefault("current", {}).update(choices)
+            self._write(sessions)
+
     def touch(self, session_id: str, prompt: str | None = None) -> None:
         """A prompt ran: the session moves up the list; its first prompt names it."""
         last = self._touched.get(session_id)

@@ -335,7 +335,15 @@ class SessionManager:
         if known is None:
             raise ResourceNotFound(f"no past session {session_id} in this sidecar's records",
                                    data={"sessionId": session_id})
-        options = {**known.get("options", {}), **{k: v for k, v in overrides.items() if v is not None}}
+        # What the file says is only a suggestion where it would weaken a layer: a sandbox off, built-in hooks off,
+        # a mode that skips asking are the client's to ask for again in this request (the index is a file; a
+        # switch that lowers a guard is never taken from one). The model and the plan mode the user picked last
+        # are restored.
+        recorded = {k: v for k, v in known.get("options", {}).items() if not _weakens(k, v)}
+        current = known.get("current") or {}
+        if current.get("permissionMode") and not _weakens("permissionMode", current["permissionMode"]):
+            recorded["permissionMode"] = current["permissionMode"]
+        options = {**recorded, **{k: v for k, v in overrides.items() if v is not None}}
         # A listed session that was never prompted has no conversation for the CLI to resume: it starts again under
         # its id, with no history (a prompt names it in the index; one that had prompts and lost its transcript is
         # still refused, rather than silently emptied).
@@ -348,6 +356,8 @@ class SessionManager:
             builtin_hooks=options.get("builtinHooks"), mcp_servers=mcp_servers, resume=prompted,
             client_capabilities=client_capabilities,
         )
+        if current.get("model") and overrides.get("model") is None and current["model"] != session.current_model:
+            await self.set_model(session_id, current["model"])
         updates = await anyio.to_thread.run_sync(history_updates, Path(transcript_path(session.context)))
         for update in updates:
             await self._notify("session/update", {"sessionId": session_id, "update": update})
@@ -689,6 +699,7 @@ class SessionManager:
         session = self.live(session_id)
         await session.agent.set_permission_mode(mode)
         session.permission_mode = mode
+        await anyio.to_thread.run_sync(functools.partial(self.index.current, session_id, permissionMode=mode))
         await self._notify("session/update", {"sessionId": session_id,
                                               "update": {"sessionUpdate": "current_mode_update", "currentModeId": mode}})
 
@@ -697,6 +708,7 @@ class SessionManager:
         session = self.live(session_id)
         await session.agent.set_model(None if model == "default" else model)
         session.current_model = model
+        await anyio.to_thread.run_sync(functools.partial(self.index.current, session_id, model=model))
         return session
 
     async def cancel(self, session_id: str) -> bool:
@@ -841,6 +853,20 @@ async def close_file_watch(context: SessionContext) -> None:
     watch = context.state.pop(STATE_KEY, None)
     if watch is not None:
         await watch.aclose()
+
+
+# Session options a load takes from the index file only when they do not lower a layer (SessionManager.load).
+_WEAKER_MODES = frozenset({"acceptEdits", "bypassPermissions", "dontAsk"})
+
+
+def _weakens(option: str, value: Any) -> bool:
+    if option == "sandbox":
+        return value == "off"
+    if option == "builtinHooks":
+        return value is not None and value is not True
+    if option == "permissionMode":
+        return value in _WEAKER_MODES
+    return False
 
 
 def sidecar_payload(event: str, context: SessionContext, **extra: Any) -> dict[str, Any]:

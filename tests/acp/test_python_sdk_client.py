@@ -256,6 +256,42 @@ async def test_set_mode_and_the_model_picker_switch_what_the_cli_uses(tmp_path: 
     assert not sdk_errors
 
 
+async def test_load_restores_the_model_and_mode_the_user_picked_but_no_weakened_layer(tmp_path: Path,
+                                                                                       sdk_errors: list) -> None:
+    """A session loaded after a restart comes back with the model and the plan mode its user picked last; what
+    would lower a layer (no sandbox, a mode that skips asking) is not taken from Orion's index file: the client asks
+    for it again in session/load, or the session comes back with the safe default."""
+    project_dir = project(tmp_path)
+    async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        planned = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})
+        await conn.set_session_mode(session_id=planned.session_id, mode_id="plan")
+        await conn.set_config_option(config_id="model", session_id=planned.session_id, value="opus")
+        await conn.prompt(session_id=planned.session_id, prompt=[text_block("plan something")])
+        loose = await conn.new_session(cwd=str(project_dir), mcp_servers=[],
+                                       orion={"model": model("plain"), "sandbox": "off"})
+        await conn.set_session_mode(session_id=loose.session_id, mode_id="acceptEdits")
+        await conn.prompt(session_id=loose.session_id, prompt=[text_block("edit something")])
+    async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
+        again = await conn.load_session(cwd=str(project_dir), session_id=planned.session_id, mcp_servers=[])
+        assert again.modes.current_mode_id == "plan"
+        assert again.config_options[0].current_value == "opus"
+        await conn.prompt(session_id=planned.session_id, prompt=[text_block("and now?")])
+        back = await conn.load_session(cwd=str(project_dir), session_id=loose.session_id, mcp_servers=[])
+        assert back.modes.current_mode_id == "default"
+        # as confined as a session that asked for nothing (the file's "off" is not taken)
+        assert back.field_meta["orion"]["sandbox"]["enabled"] == planned.field_meta["orion"]["sandbox"]["enabled"]
+    assert "opus" in model_requests(tmp_path, "plain")[-1]["body"]["model"]
+    # the client asking again in session/load is what brings the weaker settings back
+    async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
+        asked = await conn.load_session(cwd=str(project_dir), session_id=loose.session_id, mcp_servers=[],
+                                        orion={"sandbox": "off", "permissionMode": "acceptEdits"})
+        assert asked.modes.current_mode_id == "acceptEdits"
+        assert asked.field_meta["orion"]["sandbox"]["enabled"] is False
+        assert loose.field_meta["orion"]["sandbox"]["enabled"] is False
+    assert not sdk_errors
+
+
 async def test_cancel_mid_turn_answers_cancelled(tmp_path: Path) -> None:
     project_dir = project(tmp_path)
     client = RecordingClient(answer=lambda request: "allow_once")
