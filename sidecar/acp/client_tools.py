@@ -187,4 +187,6 @@ class ClientTools:
                 "type": "object", "required": ["command"],
                 "properties": {"command": {"type": "string"}, "description": {"type": "string"},
                                "timeout": {"type": "integer"}}})(self.bash))
-        return create_sdk_mcp_server(SERVER, tools=tools)
+        # alwaysLoad: the CLI offers these tools at once instead of deferring them behind ToolSearch (MCP tools
+        # are deferred by default: a real model needed an extra round trip before its first file operation).
+        return {**create_sdk_mcp_server(SERVER, tools=tools), "alwaysLoad": True}

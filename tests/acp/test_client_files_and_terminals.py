@@ -172,3 +172,8 @@ async def test_relative_paths_reach_the_client_absolute(tmp_path: Path) -> None:
     paths += [c["path"] for call in calls for c in (call.get("content") or []) if c.get("type") == "diff"]
     assert paths and all(Path(p).is_absolute() for p in paths), paths
     assert summary in paths and str(project_dir / ".env") in paths
+    # the client's file tools are offered to the model at once, not deferred behind ToolSearch
+    first = model_requests(tmp_path, "relative")[0]
+    assert {"mcp__acp__Read", "mcp__acp__Write", "mcp__acp__Edit"} <= {t["name"] for t in first["body"]["tools"]}
+    assert "mcp__acp__Read" not in json.dumps(first["body"].get("system", "")) + json.dumps(
+        [m for m in first["body"]["messages"] if "deferred tools" in json.dumps(m)])
