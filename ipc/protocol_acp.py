@@ -159,7 +159,7 @@ class ConfigSelectOption(AcpModel):
 
 
 class ConfigOptionSelect(AcpModel):
-    """A session setting the client shows as a picker; the sidecar offers `model` (category `model`)."""
+    """A session setting the client shows as a picker; the sidecar offers `mode` (category `mode`, the permission mode as `session/set_mode` sets it) and `model` (category `model`)."""
 
     type: Literal["select"] = "select"
     id: str

@@ -54,6 +54,17 @@ def model_option(current: str) -> dict[str, Any]:
             "options": options}
 
 
+def mode_option(current: str | None) -> dict[str, Any]:
+    """The permission mode as a config option too: some editor clients switch modes only through one."""
+    modes = available_modes()
+    return {"type": "select", "id": "mode", "name": "Mode", "category": "mode", "currentValue": current or "default",
+            "options": [{"value": m["id"], "name": m["name"], "description": m["description"]} for m in modes]}
+
+
+def config_options(session: Any) -> list[dict[str, Any]]:
+    return [mode_option(session.permission_mode), model_option(session.current_model)]
+
+
 def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpInitializeResult:
     """Answer ACP's handshake and switch the connection to ACP. A version we do not speak is answered with ours
     (ACP: the client then decides whether to go on)."""
@@ -184,7 +195,7 @@ def register(app: SidecarApp) -> None:
                                                           traceparent=_traceparent(params.meta))
         return p.AcpNewSessionResult.model_validate({
             "sessionId": session.session_id, "modes": mode_state(session.permission_mode).wire(),
-            "configOptions": [model_option(session.current_model)], "_meta": _session_meta(session, hookset),
+            "configOptions": config_options(session), "_meta": _session_meta(session, hookset),
         })
 
     @app.method(EXT_PREFIX + "session/prepare", acp=True)
@@ -201,7 +212,7 @@ def register(app: SidecarApp) -> None:
         )
         return p.AcpLoadSessionResult.model_validate({
             "modes": mode_state(session.permission_mode).wire(),
-            "configOptions": [model_option(session.current_model)], "_meta": _session_meta(session, hookset),
+            "configOptions": config_options(session), "_meta": _session_meta(session, hookset),
         })
 
     @app.method("session/list", acp=True)
@@ -230,14 +241,23 @@ def register(app: SidecarApp) -> None:
 
     @app.method("session/set_config_option", acp=True)
     async def session_set_config_option(params: p.SetConfigOptionParams, call: CallContext) -> p.SetConfigOptionResult:
-        if params.config_id != "model":
-            raise InvalidParams(f"unknown config option {params.config_id!r} (have 'model')",
+        manager = session_manager(app)
+        if params.config_id == "mode":
+            modes = {mode["id"] for mode in available_modes()}
+            if params.value not in modes:
+                raise InvalidParams(f"unknown mode {params.value!r} (available: {', '.join(sorted(modes))})",
+                                    data={"value": params.value})
+            await manager.set_mode(params.session_id, params.value)
+            session = manager.live(params.session_id)
+        elif params.config_id == "model":
+            value = params.value.strip()
+            if not value or len(value) > 200 or any(c.isspace() for c in value):
+                raise InvalidParams(f"not a model name: {params.value!r}", data={"value": params.value})
+            session = await manager.set_model(params.session_id, value)
+        else:
+            raise InvalidParams(f"unknown config option {params.config_id!r} (have 'mode', 'model')",
                                 data={"configId": params.config_id})
-        value = params.value.strip()
-        if not value or len(value) > 200 or any(c.isspace() for c in value):
-            raise InvalidParams(f"not a model name: {params.value!r}", data={"value": params.value})
-        session = await session_manager(app).set_model(params.session_id, value)
-        return p.SetConfigOptionResult.model_validate({"configOptions": [model_option(session.current_model)]})
+        return p.SetConfigOptionResult.model_validate({"configOptions": config_options(session)})
 
     @app.method("session/prompt", acp=True)
     async def session_prompt(params: p.AcpPromptParams, call: CallContext) -> p.AcpPromptResult:

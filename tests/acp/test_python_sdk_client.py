@@ -238,11 +238,19 @@ async def test_set_mode_and_the_model_picker_switch_what_the_cli_uses(tmp_path: 
             await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
         assert bad.value.code == -32602
         await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
-        [picker] = session.config_options
-        assert picker.id == "model" and picker.category == "model"
+        assert [o.id for o in session.config_options] == ["mode", "model"]
+        [picker] = [o for o in session.config_options if o.id == "model"]
+        assert picker.category == "model"
         assert {"default", "sonnet", "opus", "haiku"} <= {o.value for o in picker.options}
         changed = await conn.set_config_option(config_id="model", session_id=session.session_id, value="opus")
-        assert changed.config_options[0].current_value == "opus"
+        assert {o.id: o.current_value for o in changed.config_options} == {"mode": "plan", "model": "opus"}
+        # the mode is a config option too (some clients switch modes only that way); the CLI follows it
+        by_option = await conn.set_config_option(config_id="mode", session_id=session.session_id, value="acceptEdits")
+        assert {o.id: o.current_value for o in by_option.config_options}["mode"] == "acceptEdits"
+        with pytest.raises(RequestError) as bad_mode:
+            await conn.set_config_option(config_id="mode", session_id=session.session_id, value="yolo")
+        assert bad_mode.value.code == -32602
+        await conn.set_config_option(config_id="mode", session_id=session.session_id, value="plan")
         with pytest.raises(RequestError) as bad_option:
             await conn.set_config_option(config_id="temperature", session_id=session.session_id, value="hot")
         assert bad_option.value.code == -32602
@@ -275,7 +283,7 @@ async def test_load_restores_the_model_and_mode_the_user_picked_but_no_weakened_
     async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
         again = await conn.load_session(cwd=str(project_dir), session_id=planned.session_id, mcp_servers=[])
         assert again.modes.current_mode_id == "plan"
-        assert again.config_options[0].current_value == "opus"
+        assert {o.id: o.current_value for o in again.config_options} == {"mode": "plan", "model": "opus"}
         await conn.prompt(session_id=planned.session_id, prompt=[text_block("and now?")])
         back = await conn.load_session(cwd=str(project_dir), session_id=loose.session_id, mcp_servers=[])
         assert back.modes.current_mode_id == "default"

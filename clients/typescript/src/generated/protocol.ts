@@ -168,7 +168,7 @@ export interface BlobResourceContents {
   mimeType?: string;
 }
 
-/** A session setting the client shows as a picker; the sidecar offers `model` (category `model`). */
+/** A session setting the client shows as a picker; the sidecar offers `mode` (category `mode`, the permission mode as `session/set_mode` sets it) and `model` (category `model`). */
 export interface ConfigOptionSelect {
   _meta?: Record<string, unknown>;
   type: "select";
