@@ -448,6 +448,9 @@ class Boundary:
     platform: str  # "linux" (bubblewrap) or "macos" (Seatbelt)
     launcher: str  # the bwrap or sandbox-exec binary
     socat: str = ""  # Linux: the relay program box_init.sh runs inside
+    # The model credential the CLI inside holds only a placeholder of (sidecar/model_credential.py): the model
+    # relay puts it into each request. Never in a repr.
+    credential: Any = field(default=None, compare=False, repr=False)
 
     def open(self) -> Box:
         """Blocking (a few ms: a folder, two or three listening sockets): run it off the event loop."""
@@ -479,7 +482,7 @@ class Box:
                 os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400))
                 net = os.path.join(box.dir, "net")
                 os.mkdir(net, 0o700)
-                box.relays = box_net.open_relays(plan, unix_dir=net)
+                box.relays = box_net.open_relays(plan, unix_dir=net, credential=boundary.credential)
                 args = plan.bwrap_args(empty, net, box.relays.model_socket)
                 data = b"".join(arg.encode() + b"\0" for arg in args)
             else:

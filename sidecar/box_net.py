@@ -163,7 +163,8 @@ class Relays:
                 await asyncio.wait_for(server.wait_closed(), 2.0)
 
 
-def open_relays(plan: Any, *, unix_dir: str | None, env: Mapping[str, str] | None = None) -> Relays:
+def open_relays(plan: Any, *, unix_dir: str | None, env: Mapping[str, str] | None = None,
+                credential: Any = None) -> Relays:
     """Start listening for a box of `plan` (sidecar.boundary.BoxPlan): under `unix_dir` on Linux, on loopback TCP
     for the proxy when `unix_dir` is None (macOS: the box reaches the model's loopback port directly there)."""
     env = os.environ if env is None else env
@@ -171,12 +172,12 @@ def open_relays(plan: Any, *, unix_dir: str | None, env: Mapping[str, str] | Non
     policy = HostPolicy(tuple(plan.allowed_hosts))
     upstream = Upstream.from_env(env)
     no_proxy = {k: v for k, v in env.items() if k in ("NO_PROXY", "no_proxy")}
-    _loop().run(_start(relays, plan, unix_dir, policy, upstream, no_proxy))
+    _loop().run(_start(relays, plan, unix_dir, policy, upstream, no_proxy, credential))
     return relays
 
 
 async def _start(relays: Relays, plan: Any, unix_dir: str | None, policy: HostPolicy, upstream: Upstream | None,
-                 no_proxy: Mapping[str, str]) -> None:
+                 no_proxy: Mapping[str, str], credential: Any = None) -> None:
     def tracked(handler: Any) -> Any:
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             relays._streams.add(writer)
@@ -202,7 +203,17 @@ async def _start(relays: Relays, plan: Any, unix_dir: str | None, policy: HostPo
 
         async def model(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             target = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), port), CONNECT_TIMEOUT_S)
-            await _splice(reader, writer, *target, relays)
+            if credential is None:
+                await _splice(reader, writer, *target, relays)
+                return
+            from sidecar.model_credential import relay
+
+            relays._streams.add(target[1])
+            try:  # the request's credential header gets its real value here, outside the box
+                await relay(reader, writer, *target, credential)
+            finally:
+                relays._streams.discard(target[1])
+                target[1].close()
 
         relays.model_socket = os.path.join(unix_dir, "model.sock")
         relays._servers.append(await asyncio.start_unix_server(tracked(model), path=relays.model_socket))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -828,6 +829,14 @@ def confine(
                          user_settings=hook_paths.user_settings_path())
     except SandboxUnavailable as exc:
         raise ServerError(str(exc), data={"reason": "sandboxUnavailable"}) from None
+    boundary = getattr(sandbox, "boundary", None)
+    if boundary is not None and boundary.platform == "linux" and boundary.plan.model_endpoint is not None:
+        # The model credential stays outside the box: the CLI gets a placeholder, the model relay the real value.
+        from sidecar.model_credential import withhold
+
+        credential = withhold(env)
+        if credential is not None:
+            sandbox = dataclasses.replace(sandbox, boundary=dataclasses.replace(boundary, credential=credential))
     # Not CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1: on 2.1.330 it hides the model key from Bash but runs Bash in its own
     # bubblewrap profile with /tmp, /root and /home writable, undoing the sandbox (docs/SECURITY.md "Sandbox").
     env.pop("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", None)

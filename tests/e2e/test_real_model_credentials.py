@@ -163,3 +163,48 @@ async def test_an_untrusted_projects_api_key_helper_is_no_credential(sidecar, ga
         await run.client.ping()
     assert not ran.exists()
     assert requests_sent(log) == []
+
+
+async def test_the_api_key_never_enters_the_box(sidecar, tmp_path: Path) -> None:
+    """With the OS boundary on, the CLI holds a placeholder and the sidecar's model relay sends the real key: every
+    way a command in the box could read it (its environment, the CLI's, every process's, a file under /proc, a grep
+    of the whole box's /proc) finds nothing, and the gateway still receives the key."""
+    from sidecar.model_credential import PLACEHOLDER
+    from sidecar.sandbox import backend_problem
+
+    if backend_problem(os.environ.get("PATH")) is not None:
+        pytest.skip("no OS boundary on this machine (bubblewrap missing): the key is in the CLI's environment there")
+    key = "sk-ant-api03-box-test-0451-" + "x" * 40
+    # the pattern is put together in a file, so that no command line in the box holds the key's text itself
+    probe = ("printf 'box-test-04%s' 51 > /tmp/pattern; echo ENV:; env | grep -c -f /tmp/pattern; echo PROCS:; "
+             "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat \"$f\" 2>/dev/null; echo; done "
+             "| tr '\\0' '\\n' | grep -c -f /tmp/pattern; echo HOLDER:; "
+             "tr '\\0' '\\n' < /proc/1/environ | grep -c '^ANTHROPIC_API_KEY=" + PLACEHOLDER + "$'")
+    scenario = tmp_path / "gateway.json"
+    scenario.write_text(json.dumps({"turns": [[{"tool_use": {"name": "Bash", "input": {"command": probe,
+                                                                                      "description": "look"}}}],
+                                              ANSWER], "default": ANSWER, "side_reply": "Gateway chat"}))
+    log = tmp_path / "gateway-requests.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        env = {**OFFLINE, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": key}
+        async with sidecar(env=env) as run:
+            new = await run.request("session/new", {"projectDir": str(run.project), "model": "claude-sonnet-4-5",
+                                                    "allowedTools": ["Bash"]}, timeout=90.0)
+            assert new["sandbox"]["enabled"] is True
+            result = await run.prompt(new["sessionId"], "Look around.", timeout=90.0)
+            await run.end(new["sessionId"])
+            assert result["resultText"] == ANSWER
+            assert key not in every_word_of(run)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    sent = requests_sent(log)
+    assert sent and all(r["headers"]["x-api-key"] == key for r in sent)  # the model got the real key
+    output = json.dumps(sent[1]["body"]["messages"][-1])
+    # the command ran in the box: the key was in no environment there, the CLI's placeholder was
+    assert "ENV:\\n0\\nPROCS:\\n0\\nHOLDER:\\n1" in output, output

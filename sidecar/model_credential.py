@@ -1,0 +1,137 @@
+"""The model credential stays outside the session's boundary: the CLI inside holds a placeholder, and the sidecar's
+model relay puts the real credential into each request on its way out.
+
+With the boundary on, the CLI reaches a model on loopback (a gateway, the scripted model) through the box's model
+socket, which the sidecar relays (sidecar/box_net.py). When the credential comes from the sidecar's environment
+(`ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`, `CLAUDE_CODE_OAUTH_TOKEN`), the CLI is given the same variable with
+a placeholder value: it still authenticates the way it would (the header it sends, its precedence), and nothing in
+the box (`env`, `/proc/<pid>/environ`, a core dump, the CLI's memory) holds the credential. The relay reads each
+request with h11, replaces the value of the credential header the CLI sent with the real one, and streams the
+request and the answer (Server-Sent Events included) through unchanged otherwise.
+
+Not covered (docs/SECURITY.md "Limits"): a credential the CLI finds itself (an `apiKeyHelper`, the `env` of the
+user's Claude Code settings, its own login), a cloud provider's, and a model that is not on loopback (the CLI
+talks TLS to it through the egress proxy; the sidecar does not see the request to change it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import h11
+
+PLACEHOLDER = "orion-credential-outside-the-box"
+_READ = 64 * 1024
+
+# Environment variable -> the request header the CLI sends it in, and how.
+_HEADERS = {"ANTHROPIC_API_KEY": ("x-api-key", "{}"), "ANTHROPIC_AUTH_TOKEN": ("authorization", "Bearer {}"),
+            "CLAUDE_CODE_OAUTH_TOKEN": ("authorization", "Bearer {}")}
+
+
+@dataclass(slots=True, frozen=True)
+class Credential:
+    """The real values of the credential headers the CLI may send, by header name (lower case); never logged."""
+
+    headers: tuple[tuple[bytes, bytes], ...]
+
+    def __repr__(self) -> str:  # a plan or a box may be logged: the values never are
+        return f"Credential({', '.join(name.decode() for name, _ in self.headers)})"
+
+    def value_for(self, name: bytes, sent: bytes) -> bytes:
+        """The real value for a credential header the CLI sent (its placeholder), else what it sent."""
+        for header, value in self.headers:
+            if header == name and PLACEHOLDER.encode() in sent:
+                return value
+        return sent
+
+
+def withhold(env: dict[str, str]) -> Credential | None:
+    """Take the credential out of the CLI's environment `env` (in place: placeholders instead) and return it; None
+    when the environment holds none. ANTHROPIC_AUTH_TOKEN outranks CLAUDE_CODE_OAUTH_TOKEN for `authorization`, as
+    in the CLI."""
+    headers: dict[bytes, bytes] = {}
+    for name in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"):
+        value = env.get(name)
+        if not value or value == PLACEHOLDER:
+            continue
+        header, form = _HEADERS[name]
+        headers[header.encode()] = form.format(value).encode()
+        env[name] = PLACEHOLDER
+    return Credential(tuple(headers.items())) if headers else None
+
+
+def holds_credential(env: Mapping[str, str]) -> bool:
+    return any(env.get(name) and env.get(name) != PLACEHOLDER for name in _HEADERS)
+
+
+async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_reader: asyncio.StreamReader,
+                up_writer: asyncio.StreamWriter, credential: Credential) -> None:
+    """HTTP/1.1 from the CLI (`reader`/`writer`) to the model (`up_*`), request after request on one connection,
+    with the credential headers' placeholders replaced. Returns when either side closes or breaks the protocol."""
+    try:
+        await _relay(reader, writer, up_reader, up_writer, credential)
+    except h11.ProtocolError:
+        return  # either side spoke something that is not HTTP/1.1: the connection ends, nothing is guessed
+
+
+async def _relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_reader: asyncio.StreamReader,
+                 up_writer: asyncio.StreamWriter, credential: Credential) -> None:
+    inbound, outbound = h11.Connection(h11.SERVER), h11.Connection(h11.CLIENT)
+    while True:
+        request = await _next(inbound, reader)
+        if not isinstance(request, h11.Request):
+            return
+        headers = [(name, credential.value_for(name, value)) for name, value in request.headers]
+        up_writer.write(outbound.send(h11.Request(method=request.method, target=request.target, headers=headers,
+                                                  http_version=request.http_version)))
+        while True:
+            event = await _next(inbound, reader)
+            if isinstance(event, h11.Data):
+                up_writer.write(outbound.send(h11.Data(data=event.data)))
+                await up_writer.drain()
+            elif isinstance(event, h11.EndOfMessage):
+                up_writer.write(outbound.send(h11.EndOfMessage(headers=event.headers)))
+                await up_writer.drain()
+                break
+            else:
+                return
+        while True:
+            response = await _next(outbound, up_reader)
+            if isinstance(response, h11.InformationalResponse):
+                writer.write(inbound.send(response))
+                continue
+            if not isinstance(response, h11.Response):
+                return
+            writer.write(inbound.send(h11.Response(status_code=response.status_code, headers=response.headers,
+                                                   reason=response.reason, http_version=response.http_version)))
+            break
+        while True:
+            event = await _next(outbound, up_reader)
+            if isinstance(event, h11.Data):
+                writer.write(inbound.send(h11.Data(data=event.data)))
+                await writer.drain()  # streamed answers arrive as they come
+            elif isinstance(event, h11.EndOfMessage):
+                writer.write(inbound.send(h11.EndOfMessage(headers=event.headers)))
+                await writer.drain()
+                break
+            else:
+                return
+        if inbound.our_state is not h11.DONE or outbound.our_state is not h11.DONE or \
+                inbound.their_state is not h11.DONE or outbound.their_state is not h11.DONE:
+            return
+        inbound.start_next_cycle()
+        outbound.start_next_cycle()
+
+
+async def _next(conn: h11.Connection, stream: asyncio.StreamReader) -> object:
+    """The next h11 event of `conn`, reading `stream` as needed; ConnectionClosed at the end of the stream."""
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        data = await stream.read(_READ)
+        conn.receive_data(data)  # b"" is the end of the stream
+        if not data and conn.their_state in (h11.IDLE, h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
+            return h11.ConnectionClosed()

@@ -1,0 +1,97 @@
+"""The model relay puts the real credential into requests the CLI made with a placeholder (sidecar/model_credential.py):
+real sockets on both sides, two requests on one kept-alive connection, a streamed (chunked) answer, and nothing
+replaced that was not the placeholder. Through the real CLI in the box: tests/e2e/test_real_model_credentials.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+import h11
+import pytest
+
+from sidecar.model_credential import PLACEHOLDER, relay, withhold
+
+
+def test_withhold_takes_every_credential_out_of_the_environment_and_keeps_the_clis_precedence() -> None:
+    env = {"ANTHROPIC_API_KEY": "sk-real", "CLAUDE_CODE_OAUTH_TOKEN": "oauth-real", "ANTHROPIC_AUTH_TOKEN": "tok-real",
+           "PATH": "/bin"}
+    credential = withhold(env)
+    assert env == {"ANTHROPIC_API_KEY": PLACEHOLDER, "CLAUDE_CODE_OAUTH_TOKEN": PLACEHOLDER,
+                   "ANTHROPIC_AUTH_TOKEN": PLACEHOLDER, "PATH": "/bin"}
+    assert credential is not None and "real" not in repr(credential)
+    assert dict(credential.headers) == {b"x-api-key": b"sk-real", b"authorization": b"Bearer tok-real"}
+    assert withhold({"PATH": "/bin"}) is None
+    assert withhold(dict(env)) is None  # placeholders are no credential
+
+
+@pytest.mark.asyncio
+async def test_two_requests_on_one_connection_get_the_real_credential_and_stream_back() -> None:
+    seen: list[list[tuple[bytes, bytes]]] = []
+
+    async def model(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await reader.read(65536)
+                conn.receive_data(data)
+                if not data:
+                    break
+                continue
+            if isinstance(event, h11.Request):
+                seen.append(list(event.headers))
+            elif isinstance(event, h11.EndOfMessage):
+                writer.write(conn.send(h11.Response(status_code=200, headers=[("transfer-encoding", "chunked")])))
+                for part in (b"event: a\n\n", b"event: b\n\n"):
+                    writer.write(conn.send(h11.Data(data=part)))
+                    await writer.drain()
+                writer.write(conn.send(h11.EndOfMessage()))
+                await writer.drain()
+                conn.start_next_cycle()
+            elif isinstance(event, h11.ConnectionClosed):
+                break
+        writer.close()
+
+    credential = withhold({"ANTHROPIC_API_KEY": "sk-real-0451"})
+    assert credential is not None
+    upstream = await asyncio.start_server(model, "127.0.0.1", 0)
+    port = upstream.sockets[0].getsockname()[1]
+
+    async def box_side(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            await relay(reader, writer, *up, credential)
+        finally:
+            up[1].close()
+            writer.close()
+
+    relay_server = await asyncio.start_server(box_side, "127.0.0.1", 0)
+    relay_port = relay_server.sockets[0].getsockname()[1]
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", relay_port), 5)
+        client = h11.Connection(h11.CLIENT)
+        bodies = []
+        for key in (PLACEHOLDER, "sk-the-cli-made-up"):
+            body = b'{"stream": true}'
+            writer.write(client.send(h11.Request(method="POST", target="/v1/messages", headers=[
+                ("host", "127.0.0.1"), ("x-api-key", key), ("content-length", str(len(body)))])))
+            writer.write(client.send(h11.Data(data=body)) + client.send(h11.EndOfMessage()))
+            await writer.drain()
+            got = b""
+            while True:
+                event = client.next_event()
+                if event is h11.NEED_DATA:
+                    client.receive_data(await asyncio.wait_for(reader.read(65536), 5))
+                elif isinstance(event, h11.Data):
+                    got += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+            bodies.append(got)
+            client.start_next_cycle()
+        writer.close()
+    finally:
+        relay_server.close()
+        upstream.close()
+    assert bodies == [b"event: a\n\nevent: b\n\n"] * 2
+    keys = [dict(headers)[b"x-api-key"] for headers in seen]
+    assert keys == [b"sk-real-0451", b"sk-the-cli-made-up"]  # only the placeholder is replaced
