@@ -138,20 +138,11 @@ async def run_cli(case: Case, root: Path) -> Observation:
 
 
 async def _mcp_ready(case: Case, project: Path) -> None:
-    """Before the first prompt: with the MCP probe, until the session's CLI has listed its tools
-    (tests/conformance/mcp_probe.py); with `wait_for`, until that probe tag has run (an event the CLI fires in the
-    background at session start)."""
-    from tests.waiting import until
-
-    hooks = project / ".claude" / "hooks"
+    """With the MCP probe: wait until the session's CLI has listed its tools (tests/conformance/mcp_probe.py)."""
     if case.mcp:
-        await until((hooks / "mcp-ready").exists, 60, "the MCP probe connected")
-    if case.wait_for:
-        def fired() -> bool:
-            log = hooks / "probe.log.jsonl"
-            return log.exists() and f'"tag": "{case.wait_for}"' in log.read_text()
+        from tests.waiting import until
 
-        await until(fired, 60, f"the {case.wait_for} hook ran")
+        await until((project / ".claude" / "hooks" / "mcp-ready").exists, 60, "the MCP probe connected")
 
 
 def _cli_result(stdout: str) -> dict[str, Any]:
