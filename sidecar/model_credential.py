@@ -86,17 +86,8 @@ async def _relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_
         headers = [(name, credential.value_for(name, value)) for name, value in request.headers]
         up_writer.write(outbound.send(h11.Request(method=request.method, target=request.target, headers=headers,
                                                   http_version=request.http_version)))
-        while True:
-            event = await _next(inbound, reader)
-            if isinstance(event, h11.Data):
-                up_writer.write(outbound.send(h11.Data(data=event.data)))
-                await up_writer.drain()
-            elif isinstance(event, h11.EndOfMessage):
-                up_writer.write(outbound.send(h11.EndOfMessage(headers=event.headers)))
-                await up_writer.drain()
-                break
-            else:
-                return
+        if not await _body(inbound, reader, outbound, up_writer):
+            return
         while True:
             response = await _next(outbound, up_reader)
             if isinstance(response, h11.InformationalResponse):
@@ -107,22 +98,30 @@ async def _relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_
             writer.write(inbound.send(h11.Response(status_code=response.status_code, headers=response.headers,
                                                    reason=response.reason, http_version=response.http_version)))
             break
-        while True:
-            event = await _next(outbound, up_reader)
-            if isinstance(event, h11.Data):
-                writer.write(inbound.send(h11.Data(data=event.data)))
-                await writer.drain()  # streamed answers arrive as they come
-            elif isinstance(event, h11.EndOfMessage):
-                writer.write(inbound.send(h11.EndOfMessage(headers=event.headers)))
-                await writer.drain()
-                break
-            else:
-                return
+        if not await _body(outbound, up_reader, inbound, writer):
+            return
         if inbound.our_state is not h11.DONE or outbound.our_state is not h11.DONE or \
                 inbound.their_state is not h11.DONE or outbound.their_state is not h11.DONE:
             return
         inbound.start_next_cycle()
         outbound.start_next_cycle()
+
+
+async def _body(source: h11.Connection, stream: asyncio.StreamReader, target: h11.Connection,
+                out: asyncio.StreamWriter) -> bool:
+    """Pass one message's body on, chunk by chunk as it comes (a streamed answer's events arrive as they are sent);
+    False when the connection broke off instead of ending the message."""
+    while True:
+        event = await _next(source, stream)
+        if isinstance(event, h11.Data):
+            out.write(target.send(h11.Data(data=event.data)))
+        elif isinstance(event, h11.EndOfMessage):
+            out.write(target.send(h11.EndOfMessage(headers=event.headers)))
+            await out.drain()
+            return True
+        else:
+            return False
+        await out.drain()
 
 
 async def _next(conn: h11.Connection, stream: asyncio.StreamReader) -> object:

@@ -398,7 +398,9 @@ async def _opted_out(pid: int, hook_session: int) -> bool:
         marker = _marker(pid)
         if marker is None and st[2] != hook_session:
             return True
-        on_its_way = marker is None or MARKER_VAR.encode() in (_read(f"/proc/{pid}/cmdline") or b"")
+        cmdline = _read(f"/proc/{pid}/cmdline")
+        # Caught inside execve() (env exec'ing setsid, say), environ and cmdline read empty: still on its way.
+        on_its_way = marker in (None, "") or not cmdline or MARKER_VAR.encode() in cmdline
         if not on_its_way or loop.time() > deadline:
             return False
         await asyncio.sleep(0.02)

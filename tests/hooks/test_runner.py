@@ -295,11 +295,15 @@ async def test_hook_debug_logs_every_step_to_stderr(project, monkeypatch, capsys
     async def dbg(inp, ctx):
         return None
 
+    hooks_log = logging.getLogger("hooks")
+    level, handlers = hooks_log.level, list(hooks_log.handlers)
     try:
         async with running(project.load(registry=reg)) as runner:
             await runner.fire("Stop", {}, session(project))
     finally:
-        logging.getLogger("hooks").setLevel(logging.WARNING)
+        # as it was: a level left at WARNING dropped every later test's INFO records of hooks.* (caplog saw none)
+        hooks_log.setLevel(level)
+        hooks_log.handlers[:] = handlers
     err = capsys.readouterr().err
     assert "fire Stop" in err and "start " in err and "done " in err and "aggregate Stop" in err
 
