@@ -28,7 +28,7 @@ def trim_payload(payload: dict[str, Any], size: int | None = None, limit: int = 
     so a hook can tell it did not see everything. Keys and structure are never removed.
     """
     size = size if size is not None else len(json.dumps(payload, ensure_ascii=False).encode())
-    work = json.loads(json.dumps(payload))
+    work: dict[str, Any] = json.loads(json.dumps(payload))
     leaves: list[tuple[int, list[Any]]] = []
     _collect(work, [], leaves)
     leaves.sort(key=lambda item: item[0], reverse=True)
@@ -68,3 +68,19 @@ def _parent(root: Any, path: list[Any]) -> tuple[Any, Any]:
     for key in path[:-1]:
         node = node[key]
     return node, path[-1]
+
+
+MISSING = object()
+
+
+def field_at(payload: Any, path: str) -> Any:
+    """The value at a dotted path of a hook input (`tool_input.file_path`, `edits.0.old_string`), or MISSING."""
+    node = payload
+    for part in path.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return MISSING
+    return node

@@ -25,6 +25,7 @@ import anyio
 
 from hooks.executors.evaluation import hook_setting
 from hooks.interpret import parse_stdout
+from hooks.payload import MISSING, field_at
 from hooks.types import EXIT2_BLOCKS, ExecutionReport, HookCall, HookOutput, McpCallFailed
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -68,15 +69,8 @@ def interpolate(value: Any, payload: dict[str, Any]) -> Any:
 
 
 def _lookup(payload: Any, path: str) -> str:
-    node = payload
-    for part in path.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return ""
-    if node is None:
+    node = field_at(payload, path)
+    if node is MISSING or node is None:
         return ""
     if isinstance(node, str):
         return node

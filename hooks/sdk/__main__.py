@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from hooks.payload import MISSING, field_at
 from hooks.sdk import outputs
 from hooks.sdk.outputs import HookOutputJSON, SdkUsageError
 
@@ -74,14 +75,9 @@ def build(args: argparse.Namespace) -> HookOutputJSON:
 
 def get_field(path: str) -> str:
     """One field of the hook input on stdin, by dotted path (`tool_input.command`): strings raw, the rest as JSON."""
-    value: Any = _stdin_json()
-    for part in path.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return ""
+    value = field_at(_stdin_json(), path)
+    if value is MISSING:
+        return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
