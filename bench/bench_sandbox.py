@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import shutil
 import statistics
@@ -132,18 +133,22 @@ def micro(runs: int) -> None:
             out = subprocess.run(argv, env=env, check=True, cwd=project, capture_output=True, text=True).stdout
             return (int(out.split()[-1]) - before) / 1e6
 
-        bare, boxed = [], []
+        bare, boxed, unshielded = [], [], []
+        plain = dataclasses.replace(status.boundary, shield="")
         for _ in range(runs):
             bare.append(started_after([date, "+%s%N"]))
-            box = status.boundary.open()
-            try:
-                env_box = {**os.environ, **box.launch_env(), "ORION_CLI_EXEC_REAL": date, "ORION_CLI_ENV_KEEP": "PATH"}
-                boxed.append(started_after([str(CLI_EXEC), "+%s%N"], env_box))
-            finally:
-                box.close()
+            for subject, times in ((status.boundary, boxed), (plain, unshielded)):
+                box = subject.open()
+                try:
+                    env_box = {**os.environ, **box.launch_env(), "ORION_CLI_EXEC_REAL": date,
+                               "ORION_CLI_ENV_KEEP": "PATH"}
+                    times.append(started_after([str(CLI_EXEC), "+%s%N"], env_box))
+                finally:
+                    box.close()
         print(f"spawn → `date` running, bare:  {p50_p90(bare)}")
-        print(f"spawn → `date` running inside a box (cli_exec.sh, bwrap, box_init.sh starting the proxy relay): "
-              f"{p50_p90(boxed)}")
+        print(f"spawn → `date` running inside a box (cli_exec.sh, bwrap, box_init.sh starting the proxy relay, the "
+              f"CLI's shield preloaded: {bool(status.boundary.shield)}): {p50_p90(boxed)}")
+        print(f"the same without the shield: {p50_p90(unshielded)}")
         # The network namespace's own price: the same minimal box running `true`, with and without one.
         bwrap = shutil.which("bwrap") or "bwrap"
         minimal = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--as-pid-1",

@@ -73,6 +73,9 @@ class SandboxInfo(WireModel):
     platform: str  # linux | macos | windows | ...
     reason: str | None = None  # why it is off
     denied_write_paths: list[str] = Field(default_factory=list)
+    # Linux: the CLI process is non-dumpable, so no command inside the box can reach its pipes, memory or
+    # environment (docs/SECURITY.md "Sandbox"); false where that could not be set up (the reason is in the log)
+    cli_shielded: bool = False
 
 
 class HookCounts(WireModel):

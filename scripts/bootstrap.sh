@@ -26,6 +26,10 @@ apt_install() {
 if ! command -v bwrap >/dev/null 2>&1 || ! command -v socat >/dev/null 2>&1; then
     apt_install "the agent's sandbox" "sessions will run unsandboxed" bubblewrap socat
 fi
+# The CLI's shield inside the box (sidecar/cli_shield.py) is built from C source once per machine.
+if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1 && ! command -v clang >/dev/null 2>&1; then
+    apt_install "the CLI's shield inside the sandbox" "sessions' CLIs will run without their shield" gcc libc6-dev
+fi
 # The memory tests run against a real PostgreSQL server (tests/pg_server.py starts one in a temp dir).
 if ! command -v pg_ctl >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
     apt_install "the team-memory tests start a real server" "the PostgreSQL memory tests will fail" postgresql
@@ -62,4 +66,8 @@ if command -v npm >/dev/null 2>&1; then
     npm_install "$root/bundle/tauri" "Tauri's CLI package for its config schema (bundle/tauri)"
 else
     echo "[setup] warning: npm not found; the ACP TypeScript SDK test (tests/acp/test_node_sdk_client.py) and the TypeScript client's and the Tauri config's tests will fail" >&2
+fi
+# Build the CLI's shield ahead of the first session (cached per machine; a session builds it itself otherwise).
+if [ "$(uname -s)" = Linux ]; then
+    "$venv/bin/python" -m sidecar.cli_shield >/dev/null || echo "[setup] warning: sessions' CLIs will run without their shield (see above)" >&2
 fi

@@ -144,9 +144,11 @@ class BoxPlan:
         hidden one (everything else outside `writable` is read-only anyway)."""
         return tuple(dict.fromkeys([*self.hidden_dirs, *self.hidden_files, *self.read_only]))
 
-    def bwrap_args(self, empty_file: str, net_dir: str, model_socket: str | None) -> list[str]:
+    def bwrap_args(self, empty_file: str, net_dir: str, model_socket: str | None,
+                   shield: tuple[str, str] | None = None) -> list[str]:
         """bubblewrap's options (no command): mounts in an order where a path's parent is always placed first.
-        `net_dir` holds the sidecar's sockets (bound into the box read-only: a socket stays connectable)."""
+        `net_dir` holds the sidecar's sockets (bound into the box read-only: a socket stays connectable);
+        `shield` is the CLI's shield library (sidecar/cli_shield.py), (outside, inside), bound read-only."""
         # --as-pid-1: the CLI is the namespace's init, a direct child of the outer bwrap, which reaps it (with bwrap's own
         # init in between, that init outlives the outer bwrap and is left for the host's pid 1 to reap).
         args = ["--die-with-parent", "--new-session", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-net",
@@ -177,6 +179,8 @@ class BoxPlan:
             for _path, op in sorted(step, key=lambda item: _depth(item[0])):
                 args += op
         args += ["--ro-bind", net_dir, net_dir]
+        if shield is not None:
+            args += ["--ro-bind", shield[0], shield[1]]
         proxy = f"http://127.0.0.1:{self.proxy_port}"
         args += ["--setenv", "TMPDIR", "/tmp"]
         if model_socket is not None:
@@ -448,6 +452,7 @@ class Boundary:
     platform: str  # "linux" (bubblewrap) or "macos" (Seatbelt)
     launcher: str  # the bwrap or sandbox-exec binary
     socat: str = ""  # Linux: the relay program box_init.sh runs inside
+    shield: str = ""  # Linux: the CLI's shield library (sidecar/cli_shield.py), "" when there is none
     # The model credential the CLI inside holds only a placeholder of (sidecar/model_credential.py): the model
     # relay puts it into each request. Never in a repr.
     credential: Any = field(default=None, compare=False, repr=False)
@@ -467,6 +472,9 @@ class Box:
         self.dir = _private_tmp_dir()
         self.relays: Any = None
         self.args_file = os.path.join(self.dir, "box.args" if boundary.platform == "linux" else "box.sb")
+        # Where the shield is inside the box: beside the sockets, in this box's own folder (the box's /tmp is its own,
+        # and nothing in it may write there: the path is a read-only mount).
+        self.shield = os.path.join(self.dir, "cli-shield.so") if boundary.platform == "linux" and boundary.shield else ""
 
     @classmethod
     def open(cls, boundary: Boundary) -> Box:
@@ -483,7 +491,8 @@ class Box:
                 net = os.path.join(box.dir, "net")
                 os.mkdir(net, 0o700)
                 box.relays = box_net.open_relays(plan, unix_dir=net, credential=boundary.credential)
-                args = plan.bwrap_args(empty, net, box.relays.model_socket)
+                args = plan.bwrap_args(empty, net, box.relays.model_socket,
+                                       (boundary.shield, box.shield) if box.shield else None)
                 data = b"".join(arg.encode() + b"\0" for arg in args)
             else:
                 box.relays = box_net.open_relays(plan, unix_dir=None)
@@ -505,6 +514,7 @@ class Box:
             # box_init.sh's arguments, not the box's environment: every process inside could read that.
             env["ORION_CLI_BOX_SOCAT"] = self.boundary.socat
             env["ORION_CLI_BOX_RELAY"] = f"{self.boundary.plan.proxy_port}={self.relays.proxy_socket}"
+            env["ORION_CLI_BOX_SHIELD"] = self.shield or "-"
         else:
             # No relays on macOS: the profile lets the box reach the proxy's loopback port itself.
             proxy = f"http://127.0.0.1:{self.relays.proxy_tcp_port}"

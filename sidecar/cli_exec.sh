@@ -7,7 +7,8 @@
 #   ORION_CLI_ENV_KEEP   names of the variables to keep, separated by spaces
 #   ORION_CLI_BOX        optional: bubblewrap's arguments (NUL-separated), or a Seatbelt profile
 #   ORION_CLI_BOX_KIND   "bwrap" or "seatbelt"; ORION_CLI_BOX_EXEC: that program
-#   ORION_CLI_BOX_INIT, ORION_CLI_BOX_SOCAT, ORION_CLI_BOX_RELAY  bwrap only: box_init.sh and its arguments
+#   ORION_CLI_BOX_INIT, ORION_CLI_BOX_SOCAT, ORION_CLI_BOX_RELAY, ORION_CLI_BOX_SHIELD  bwrap only: box_init.sh and
+#                        its arguments
 #   ORION_CLI_BOX_PROXY  Seatbelt only: Orion's egress proxy, as the box's HTTP(S)_PROXY
 # None of these reaches the CLI. exec keeps the process id: the sidecar's pid of "the CLI" is the launcher's
 # (bwrap's, whose death takes the whole box with it, or sandbox-exec's, which becomes the CLI).
@@ -31,7 +32,7 @@ case ${ORION_CLI_BOX:+$ORION_CLI_BOX_KIND} in
         exec 3<"$ORION_CLI_BOX" || exit 126
         rm -f "$ORION_CLI_BOX"
         set -- "$@" "$ORION_CLI_BOX_EXEC" --args 3 /bin/sh "$ORION_CLI_BOX_INIT" "$ORION_CLI_BOX_SOCAT" \
-            "$ORION_CLI_BOX_RELAY" "$real"
+            "$ORION_CLI_BOX_RELAY" "${ORION_CLI_BOX_SHIELD:--}" "$real"
         ;;
     seatbelt)
         for name in HTTP_PROXY HTTPS_PROXY http_proxy https_proxy; do

@@ -56,6 +56,7 @@ class SandboxStatus:
             "platform": self.platform,
             "reason": self.reason,
             "deniedWritePaths": list(self.denied_write_paths),
+            "cliShielded": bool(self.boundary is not None and self.boundary.shield),
         }
 
 
@@ -147,16 +148,20 @@ def decide(
         plan = box.plan(project, env, orion_dirs=orion_dirs or [], settings=settings)
     except box.BoundaryError as exc:
         raise SandboxUnavailable(str(exc)) from None
+    shield = ""
     if platform == "linux":
+        from sidecar import cli_shield
+
         launcher = shutil.which("bwrap", path=path_env) or "bwrap"
         helper = shutil.which("socat", path=path_env) or "socat"
+        shield = cli_shield.library(path_env) or ""
     else:
         launcher, helper = MACOS_SANDBOX_EXEC, ""
     # Reported: the places the old per-command sandbox named (less what the box lets the CLI write: its own
     # config dir), then the boundary's read-only and hidden places.
     writable = set(plan.writable)
     denied = tuple(dict.fromkeys([*(p for p in deny_write if p not in writable), *plan.denied_write_paths()]))
-    return SandboxStatus(True, platform, None, denied, box.Boundary(plan, platform, launcher, helper))
+    return SandboxStatus(True, platform, None, denied, box.Boundary(plan, platform, launcher, helper, shield))
 
 
 def cli_settings(status: SandboxStatus) -> dict[str, Any]:

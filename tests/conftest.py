@@ -8,11 +8,20 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache directory for the whole run: what is cached there is built from the repository (the CLI's shield),
+    never from a test's data, so every test's sidecar may reuse it."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                  shared_cache: Path) -> Path:
     """Nothing a test does may touch the real user's config, trust store or data directory."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
     monkeypatch.setenv("ORION_DATA_DIR", str(home / ".local" / "share" / "orion"))
     monkeypatch.setenv("ORION_USER_SETTINGS", str(home / ".config" / "orion" / "settings.json"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))

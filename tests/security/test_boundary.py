@@ -242,6 +242,52 @@ async def test_the_box_survives_turns_and_its_processes_end_with_the_session(tmp
     assert left == []
 
 
+# What a command can do to the CLI process that runs it ($PPID: the CLI spawns each Bash command's shell itself).
+# Opening a pipe writes nothing, and a seized tracee is let go when the tracer exits: the probe changes nothing.
+CLI_PROBE = (
+    "cli=$PPID; echo \"cmdline: $(tr '\\0' ' ' < /proc/$cli/cmdline)\"; "
+    "(exec 3>/proc/$cli/fd/0) 2>/dev/null && echo stdin-opened || echo stdin-refused; "
+    "(exec 3</proc/$cli/fd/1) 2>/dev/null && echo stdout-opened || echo stdout-refused; "
+    "grep -qa PATH= /proc/$cli/environ 2>/dev/null && echo environ-read || echo environ-refused; "
+    "head -c1 /proc/$cli/mem >/dev/null 2>&1; readlink /proc/$cli/cwd >/dev/null 2>&1 && echo cwd-read || echo cwd-refused; "
+    "python3 -c 'import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+    "print(\"ptrace-attached\" if libc.ptrace(0x4206, int(sys.argv[1]), 0, 0) == 0 else \"ptrace-refused\")' $cli; "
+    "sleep 30 & s=$!; grep -qa PATH= /proc/$s/environ && echo sibling-environ-read; kill $s; echo probe-done")
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+async def test_no_command_reaches_the_cli_process_it_runs_in(tmp_path: Path, sandbox: str) -> None:
+    """The CLI is the box's init and the agent's commands run beside it as the same user: without its shield any of
+    them could open the CLI's stdin (the sidecar's control channel) and write requests into it as the sidecar,
+    read its environment or trace it. The shield makes the CLI non-dumpable, so the kernel refuses all of it;
+    a plain process beside it stays readable (the probe works), and the session goes on as usual."""
+    probes = {"cli": {"Bash": {"command": CLI_PROBE, "description": "reach the CLI"}}}
+    async with open_sidecar(tmp_path, "notes", permission=fixed_policy("allow_once")) as run:
+        model = probe_scenario(tmp_path / "cli.json", probes)
+        session = await run.request("session/new", {"projectDir": str(run.project), "model": model,
+                                                    "allowedTools": ["Bash"], "sandbox": sandbox}, timeout=60.0)
+        sid = session["sessionId"]
+        outs = []
+        for _ in range(2):  # and a second turn: the shielded CLI goes on working
+            before = len(run.updates(sid, "tool_call_update"))
+            result = await run.prompt(sid, "probe cli")
+            assert result["stopReason"] == "end_turn"
+            outs.append(str(run.updates(sid, "tool_call_update")[before]["output"]))
+        await run.end(sid)
+    out = outs[0]
+    lines = set(out.splitlines())
+    assert "claude" in out.split("\n", 1)[0] and {"sibling-environ-read", "probe-done"} <= lines, out
+    reached = {"stdin-opened", "stdout-opened", "environ-read", "cwd-read", "ptrace-attached"}
+    if sandbox == "off":
+        assert session["sandbox"]["enabled"] is False and session["sandbox"]["cliShielded"] is False
+        assert reached <= lines, out  # unconfined, all of it is open: the attacks are real
+        return
+    assert session["sandbox"]["enabled"] is True and session["sandbox"]["cliShielded"] is True
+    assert lines & reached == set(), out
+    assert {"stdin-refused", "stdout-refused", "environ-refused", "cwd-refused", "ptrace-refused"} <= lines, out
+    assert outs[1] == outs[0]
+
+
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 async def test_the_network_is_orions_proxy_with_the_users_allow_list(tmp_path: Path, sandbox: str) -> None:
     """Inside, only loopback exists: a service on the machine's own loopback is out of reach, the rest of the world

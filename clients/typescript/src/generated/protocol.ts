@@ -439,6 +439,7 @@ export interface SandboxStatusEvent {
   platform: string;
   reason?: string;
   deniedWritePaths: string[];
+  cliShielded: boolean;
   sessionId: string;
 }
 
