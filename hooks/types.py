@@ -10,7 +10,7 @@ a slotted dataclass.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -149,6 +149,15 @@ class McpCaller(Protocol):
         ...
 
 
+class CommandBox(Protocol):
+    """A session's boundary for command hooks (implemented by sidecar.hook_box.HookBox)."""
+
+    def covers(self, spec: Any) -> bool: ...
+
+    async def launch(self, argv: list[str], cwd: Path, env: Mapping[str, str], payload_file: bytes | None
+                     ) -> tuple[list[str], dict[str, str]]: ...
+
+
 @dataclass(slots=True)
 class SessionContext:
     """What the caller of `HookRunner.fire` knows about the session the event belongs to."""
@@ -169,6 +178,9 @@ class SessionContext:
     cli_config_dir: Path | None = None
     # The session's MCP connections, for mcp_tool hooks (None outside a session: those hooks then fail).
     mcp: McpCaller | None = None
+    # Where command hooks that run a project's code start inside the session's boundary (sidecar/hook_box.py);
+    # None: no boundary, every hook runs as the sidecar's child.
+    box: CommandBox | None = None
 
 
 @dataclass(slots=True)

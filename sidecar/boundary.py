@@ -145,19 +145,22 @@ class BoxPlan:
         return tuple(dict.fromkeys([*self.hidden_dirs, *self.hidden_files, *self.read_only]))
 
     def bwrap_args(self, empty_file: str, net_dir: str, model_socket: str | None,
-                   shield: tuple[str, str] | None = None) -> list[str]:
+                   shield: tuple[str, str] | None = None, *, tmp_dir: str | None = None,
+                   as_pid_1: bool = True) -> list[str]:
         """bubblewrap's options (no command): mounts in an order where a path's parent is always placed first.
         `net_dir` holds the sidecar's sockets (bound into the box read-only: a socket stays connectable);
-        `shield` is the CLI's shield library (sidecar/cli_shield.py), (outside, inside), bound read-only."""
+        `shield` is the CLI's shield library (sidecar/cli_shield.py), (outside, inside), bound read-only.
+        A hook's box (sidecar/hook_box.py) has `tmp_dir`, a folder of the session's bound as its /tmp instead of
+        an empty one, and bubblewrap's own init as pid 1 (what the hook leaves behind is reaped, and ends with it)."""
         # --as-pid-1: the CLI is the namespace's init, a direct child of the outer bwrap, which reaps it (with bwrap's own
         # init in between, that init outlives the outer bwrap and is left for the host's pid 1 to reap).
-        args = ["--die-with-parent", "--new-session", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-net",
-                "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
+        args = ["--die-with-parent", "--new-session", "--unshare-pid", *(["--as-pid-1"] if as_pid_1 else []),
+                "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for path in PROC_READ_ONLY:
             if os.path.exists(path):
                 args += ["--ro-bind", path, path]
-        args += ["--tmpfs", "/tmp"]
+        args += ["--tmpfs", "/tmp"] if tmp_dir is None else ["--bind", tmp_dir, "/tmp"]
         # The programs the box runs may themselves live under /tmp (a checkout or virtual environment there: CI's
         # clones, a test run): the private /tmp must not hide the CLI, the interpreter or the sidecar's scripts.
         for path in _programs_under_tmp():
@@ -500,6 +503,25 @@ class Box:
             fd = os.open(box.args_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
+        except BaseException:
+            box.close()
+            raise
+        return box
+
+    @classmethod
+    def open_for_hooks(cls, boundary: Boundary) -> Box:
+        """The folder and the ways out of a session's hook boxes (sidecar/hook_box.py): the empty file hidden files
+        are covered with, the egress proxy's relay; each hook brings its own arguments."""
+        from sidecar import box_net
+
+        _sweep_once()
+        box = cls(boundary)
+        try:
+            empty = os.path.join(box.dir, "empty")
+            os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400))
+            net = os.path.join(box.dir, "net")
+            os.mkdir(net, 0o700)
+            box.relays = box_net.open_relays(boundary.plan, unix_dir=net)
         except BaseException:
             box.close()
             raise

@@ -378,6 +378,7 @@ class SessionManager:
                 with anyio.CancelScope(shield=True):
                     await ready.agent.close()
                     await ready.runner.aclose()
+                    await close_hook_box(ready.context)
                 raise
         built = await self._build(sid, request, resume=resume)
         return await self._activate(built, resume=resume, cli_started=False, traceparent=traceparent)
@@ -453,6 +454,12 @@ class SessionManager:
             executors=default_llm_executors(SdkModelClient(env, None, data_dir)),
             data_dir=data_dir,
         )
+        from sidecar.hook_box import for_session
+        from sidecar.sdk_env import hook_env_names
+
+        # Command hooks that run the project's code start inside the session's boundary (sidecar/hook_box.py);
+        # trust is read at each hook, so trusting the project mid-session lets the user's own hooks out again.
+        context.box = for_session(sandbox, lambda: runner.hookset.trusted, hook_env_names(hookset.entries))
         broker = PermissionBroker(sid, self._request, self.settings.permission_timeout_s)
         bridge = RunnerBridge(runner, context, broker)
 
@@ -593,6 +600,7 @@ class SessionManager:
                 await close_file_watch(context)
                 await agent.close()
                 await runner.aclose()
+                await close_hook_box(context)
             raise
         session = Session(
             session_id=sid,
@@ -644,6 +652,7 @@ class SessionManager:
         """A prepared session that is never taken over: its CLI and its runner go; no hook ran, none runs."""
         await built.agent.close()
         await built.runner.aclose()
+        await close_hook_box(built.context)
 
     # ------------------------------------------------------------------ run
 
@@ -749,6 +758,7 @@ class SessionManager:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(session.agent.close)
                     tg.start_soon(session.runner.aclose)
+                await close_hook_box(session.context)
         if session.claude_dir_was_absent:
             claude = session.project_dir / ".claude"
             # rmdir only ever removes empty directories: anything someone wrote there stays.
@@ -862,6 +872,13 @@ async def close_file_watch(context: SessionContext) -> None:
     watch = context.state.pop(STATE_KEY, None)
     if watch is not None:
         await watch.aclose()
+
+
+async def close_hook_box(context: SessionContext) -> None:
+    """Remove the session's hook box (its relay, its folder and /tmp): after the runner closed, no hook runs."""
+    box, context.box = context.box, None
+    if box is not None:
+        await anyio.to_thread.run_sync(box.close)  # type: ignore[attr-defined]
 
 
 # Session options a load takes from the index file only when they do not lower a layer (SessionManager.load).

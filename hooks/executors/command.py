@@ -167,17 +167,27 @@ class CommandExecutor:
         env = _base_env.copy()
         env.update(hook_env(call))
         env[MARKER_VAR] = new_marker()
+        cwd = run_cwd(spec, call.payload, call.context.project_dir)
+        box = call.context.session.box
+        boxed = box is not None and box.covers(spec)
         payload_file: str | None = None
         if len(data) < MAX_ENV_PAYLOAD_BYTES:
             env["HOOK_PAYLOAD"] = data.decode()
-        else:
+        elif not boxed:
             fd, payload_file = tempfile.mkstemp(prefix="orion-hook-", suffix=".json")
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             env["HOOK_PAYLOAD_FILE"] = payload_file
+        if boxed:
+            # A project's code (or any hook while the project is untrusted): inside the session's boundary, in a
+            # box of its own (sidecar/hook_box.py). The marker stays in the kept environment.
+            assert box is not None
+            try:
+                argv, env = await box.launch(argv, cwd, env, None if "HOOK_PAYLOAD" in env else data)
+            except (OSError, RuntimeError) as exc:
+                return ExecutionReport(status="error", error=f"could not set up the hook's boundary: {exc}")
         try:
-            return await _Run(call, argv, run_cwd(spec, call.payload, call.context.project_dir), env, data,
-                              self.kill_grace_s, self.helpers).go()
+            return await _Run(call, argv, cwd, env, data, self.kill_grace_s, self.helpers).go()
         finally:
             if payload_file:
                 with contextlib.suppress(OSError):

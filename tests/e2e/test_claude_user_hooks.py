@@ -29,9 +29,16 @@ def claude_user_file() -> Path:
 
 
 def write_claude_user_hooks(tmp_path: Path) -> tuple[Path, Path]:
-    """A Claude Code user settings file whose PreToolUse hook appends each Bash command to a marker file."""
-    marker = tmp_path / "claude-user-hook.log"
-    recorder = tmp_path / "record.py"
+    """A Claude Code user settings file whose PreToolUse hook appends each Bash command to a marker file. In an
+    untrusted project the user's hooks run inside the session's boundary (sidecar/hook_box.py): the marker's folder
+    is one the user lets boxes write (Orion's user settings, `sandbox.writablePaths`)."""
+    out = tmp_path / "user-hook-out"
+    out.mkdir(exist_ok=True)
+    marker = out / "claude-user-hook.log"
+    orion_user = Path(os.environ["ORION_USER_SETTINGS"])
+    orion_user.parent.mkdir(parents=True, exist_ok=True)
+    orion_user.write_text(json.dumps({"sandbox": {"writablePaths": [str(out)]}}))
+    recorder = out / "record.py"  # the host's /tmp is not the box's: the script sits where the box sees it
     recorder.write_text("import json, sys\npayload = json.load(sys.stdin)\n"
                         "with open(sys.argv[1], 'a') as fh:\n    fh.write(payload['tool_input']['command'] + '\\n')\n")
     command = " ".join(shlex.quote(str(p)) for p in (sys.executable, recorder, marker))
@@ -89,7 +96,7 @@ async def test_claude_user_hooks_false_in_orions_user_settings_lists_them_disabl
     path, marker = write_claude_user_hooks(tmp_path)
     orion_user = Path(os.environ["ORION_USER_SETTINGS"])
     orion_user.parent.mkdir(parents=True, exist_ok=True)
-    orion_user.write_text(json.dumps({"claudeUserHooks": False}))
+    orion_user.write_text(json.dumps({"claudeUserHooks": False, "sandbox": {"writablePaths": [str(marker.parent)]}}))
     async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"), env=DEFAULT_PATH) as run:
         [row] = rows(await listing(run))
         assert row["source"] == "claude-user" and row["sourceFile"] == str(path) and row["state"] == "disabled"

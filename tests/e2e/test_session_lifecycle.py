@@ -106,8 +106,9 @@ async def test_no_cli_or_hook_process_outlives_the_sidecar(sidecar) -> None:
                                  and "holding" in e.params["line"])
             descendants = psutil.Process(sidecar_pid).children(recursive=True)
             [hook_call] = run.hook_calls("PreToolUse")
-            pids = {p.pid for p in descendants}
-            assert hook_call["pid"] in pids
+            # The project's hook runs in a box of its own (sidecar/hook_box.py): the pid it recorded is its box's.
+            assert hook_call["pid"] > 0
+            assert any("e2e_hook.py" in " ".join(_cmdline(p)) for p in descendants), [_cmdline(p) for p in descendants]
             assert any("claude" in " ".join(_cmdline(p)) for p in descendants), [_cmdline(p) for p in descendants]
 
             with anyio.fail_after(EXIT_WAIT_S):
