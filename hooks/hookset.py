@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import fnmatch
 import hashlib
 import json
 import logging
@@ -34,6 +33,7 @@ from hooks.manifest import (INTERPRETER, SCRIPT_SUFFIXES, Manifest, argv_files, 
                             expand_exec_word, expand_project_dir, pins)
 from hooks.sources import USER_CONFIGURABLE_BUILTINS, SourcePaths, read_overrides, read_settings, user_builtin_options
 from hooks.trust import TrustStatus, TrustStore
+from hooks.url_patterns import url_matches, url_problem
 from hooks.interpret import FEEDBACK_EVENTS
 from hooks.types import BLOCKING_EVENTS, HookFunction
 
@@ -554,15 +554,19 @@ class _Builder:
         self.warnings.append(f"{where}: failClosed on hook {spec.name!r} has no effect: {why}")
 
     def _url_problem(self, kind: str, url: str) -> str | None:
+        # Each pattern is matched part by part on the parsed URL (hooks/url_patterns.py), never as one string.
         sw = self.switches
-        if sw.trusted_urls is not None and not any(fnmatch.fnmatchcase(url, pat) for pat in sw.trusted_urls):
+        refused = url_problem(url)
+        if refused is not None:
+            return refused
+        if sw.trusted_urls is not None and not any(url_matches(url, pat) for pat in sw.trusted_urls):
             return f"url {url!r} matches no allowedHttpHookUrls pattern of the user's settings"
         if kind in PROJECT_SOURCES and sw.project_urls is not None and not any(
-            fnmatch.fnmatchcase(url, pat) for pat in sw.project_urls
+            url_matches(url, pat) for pat in sw.project_urls
         ):
             return f"url {url!r} matches no allowedHttpHookUrls pattern of the project's settings"
         if kind in USER_CLAUDE_SOURCES and sw.claude_user_urls is not None and not any(
-            fnmatch.fnmatchcase(url, pat) for pat in sw.claude_user_urls
+            url_matches(url, pat) for pat in sw.claude_user_urls
         ):
             return f"url {url!r} matches no allowedHttpHookUrls pattern of the user's Claude Code settings"
         return None

@@ -517,6 +517,8 @@ class Box:
         _sweep_once()
         box = cls(boundary)
         try:
+            for path in boundary.plan.create_dirs:
+                os.makedirs(path, mode=0o700, exist_ok=True)
             empty = os.path.join(box.dir, "empty")
             os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400))
             net = os.path.join(box.dir, "net")

@@ -50,15 +50,31 @@ class _Launcher:
         # role (sidecar/frozen.py), unless ORION_HOOK_PYTHON names another interpreter.
         argv = ([python, "-u", str(CHILD_SCRIPT)] if python != sys.executable
                 else helper_argv("hook-launcher", CHILD_SCRIPT, unbuffered=True))
+        return await cls.start(argv)
+
+    @classmethod
+    async def start(cls, argv: list[str], env: dict[str, str] | None = None) -> _Launcher:
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             start_new_session=True,
             limit=_REPLY_LIMIT,
+            env=env,
         )
         children.started(proc.pid, own_group=True)
         return cls(proc)
+
+    @classmethod
+    async def spawn_boxed(cls, python: str, box: Any, cwd: Path) -> _Launcher:
+        """A launcher for one hook, inside the session's boundary (sidecar/hook_box.py): a project's Python runs
+        there, and the box (with whatever the hook started) ends when the launcher does."""
+        from hooks.launcher.frozen import helper_argv
+
+        argv = ([python, "-u", str(CHILD_SCRIPT)] if python != sys.executable
+                else helper_argv("hook-launcher", CHILD_SCRIPT, unbuffered=True))
+        argv, env = await box.launch(argv, cwd, dict(os.environ), None)
+        return await cls.start(argv, env)
 
     @property
     def alive(self) -> bool:
@@ -173,9 +189,14 @@ class PythonExecutor:
         launcher: _Launcher | None = None
         healthy = False
         leftovers: list[str] = []
+        box = call.context.session.box
+        boxed = box is not None and box.covers(spec)
         try:
             async with asyncio.timeout_at(deadline):
-                launcher = await self._acquire()
+                if boxed:
+                    launcher = await _Launcher.spawn_boxed(self.python, box, Path(head["cwd"]))
+                else:
+                    launcher = await self._acquire()
                 reply = await launcher.request(head, data)
             healthy = True
         except TimeoutError:
@@ -187,14 +208,16 @@ class PythonExecutor:
             )
         except LauncherDied as exc:
             return ExecutionReport(status="error", error=str(exc))
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:
             return ExecutionReport(status="error", error=f"could not start python launcher {self.python}: {exc}")
         except BaseException:
             if launcher is not None:
                 await asyncio.shield(launcher.kill())
             raise
         finally:
-            if launcher is not None:
+            if launcher is not None and boxed:
+                await asyncio.shield(launcher.close())  # one hook, one box: it ends here, and all it started
+            elif launcher is not None:
                 # The launcher lives on, but nothing this hook started may outlive the hook.
                 pid = launcher.proc.pid
                 leftovers = reap(head["env"][MARKER_VAR], pid, call.context.log, spec.name, spare=frozenset({pid}))
