@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from frontend_stub.commands._session import DEMO_PROJECT, _sidecar_argv, scenario_model
 
@@ -75,6 +78,39 @@ def _announce(inspector: object, what: str, open_browser: bool) -> None:
     print(url, flush=True)
     print(f"orion: inspector for {what}; open the URL above (it carries this run's token)", file=sys.stderr, flush=True)
     if open_browser:
-        import webbrowser
+        _open_privately(inspector, url)
 
-        webbrowser.open(url)
+
+OPENER_TTL_S = 60.0
+
+
+def _open_privately(inspector: Any, url: str) -> None:
+    """Open the page without the token in any program's arguments: a browser's command line is readable by every
+    user of the machine (/proc/<pid>/cmdline). The browser gets a file of ours instead (0600, in a 0700 folder)
+    that sends it on to the URL; the file goes once the page has loaded, or after a minute."""
+    import webbrowser
+
+    folder = Path(tempfile.mkdtemp(prefix="orion-inspect-open-"))
+    opener = folder / "open.html"
+    target = json.dumps(url).replace("<", "\\u003c")  # nothing in it can close the script element
+    fd = os.open(opener, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>"
+                 f"<title>Orion inspector</title><script>location.replace({target});"
+                 "</script>\n")
+
+    async def remove_when_loaded() -> None:
+        try:
+            await asyncio.wait_for(inspector.page_loaded.wait(), OPENER_TTL_S)
+        except TimeoutError:
+            pass
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    try:
+        inspector.opener_cleanup = asyncio.get_running_loop().create_task(remove_when_loaded())  # kept: not collected
+    except RuntimeError:  # no loop (not reached from run()): the file goes when this process ends
+        import atexit
+
+        atexit.register(shutil.rmtree, folder, True)
+    webbrowser.open(opener.as_uri())

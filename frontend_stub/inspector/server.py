@@ -11,6 +11,7 @@ HTTP server and streaming responses we would otherwise write and harden by hand.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import secrets
@@ -52,6 +53,8 @@ class Inspector:
             Route("/end", self.end, methods=["POST"]),
         ])
 
+        self.page_loaded = asyncio.Event()  # the first page load with the token (the browser opener's file goes)
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/?token={self.token}"
@@ -80,6 +83,7 @@ class Inspector:
         refused = self._refused(request)
         if refused is not None:
             return refused
+        self.page_loaded.set()
         return Response(PAGE.read_text(encoding="utf-8"), media_type="text/html; charset=utf-8",
                         headers={**HEADERS, "Content-Security-Policy": CSP})
 

@@ -240,3 +240,49 @@ def test_context_events_render_as_rows(browser) -> None:  # type: ignore[no-unty
     assert "permission to use Bash" in rows["notification"]
     loop.call_soon_threadsafe(holder["task"].cancel)  # type: ignore[attr-defined]
     thread.join(10)
+
+
+def test_open_hands_the_browser_no_token_and_the_page_still_opens(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`inspect --open`: a browser's command line is readable by every local user (/proc/<pid>/cmdline), so the
+    browser is given a private file (0600) that leads it to the page; the token is in no program's arguments, the
+    real Chromium lands on the page with it, and the file is gone once the page has loaded."""
+    (tmp_path / "sessions" / "s-2").mkdir(parents=True)
+    (tmp_path / "sessions" / "s-2" / "events.jsonl").write_text(json.dumps({
+        "ts": "2026-11-25T00:00:01.000Z", "sessionId": "s-2", "executionId": "e-1", "hookId": "h", "name": "gate",
+        "type": "command", "source": "project", "event": "PreToolUse", "outcome": "success", "durationMs": 5.0,
+        "exitCode": 0, "error": None, "background": False, "enforced": True}) + "\n")
+    argv_log = tmp_path / "browser-argv.json"
+    recorder = tmp_path / "browser.py"
+    recorder.write_text(f"import json, sys\nopen({str(argv_log)!r}, 'w').write(json.dumps(sys.argv))\n")
+    saved = {name: os.environ.get(name) for name in ("ORION_DATA_DIR", "BROWSER")}
+    os.environ["ORION_DATA_DIR"] = str(tmp_path)
+    os.environ["BROWSER"] = f"{sys.executable} {recorder} %s"
+    try:
+        proc, url = start_inspect(["--session", "s-2", "--open"])
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    try:
+        deadline = time.monotonic() + 20
+        while not argv_log.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the browser was never started"
+            time.sleep(0.1)
+        argv = json.loads(argv_log.read_text())
+        token = url.split("token=")[1]
+        assert all(token not in word for word in argv), argv
+        opener = Path(argv[-1].removeprefix("file://"))
+        assert opener.is_file() and opener.stat().st_mode & 0o777 == 0o600
+        assert opener.parent.stat().st_mode & 0o777 == 0o700
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(opener.as_uri())
+        page.wait_for_url(url, timeout=20000)
+        page.wait_for_selector("text=gate", timeout=20000)
+        deadline = time.monotonic() + 20
+        while opener.exists():
+            assert time.monotonic() < deadline, "the opener file outlived the page load"
+            time.sleep(0.1)
+    finally:
+        stop(proc)
