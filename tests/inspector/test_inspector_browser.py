@@ -286,3 +286,27 @@ def test_open_hands_the_browser_no_token_and_the_page_still_opens(browser, tmp_p
             time.sleep(0.1)
     finally:
         stop(proc)
+
+
+def test_the_permission_card_shows_the_whole_command_it_approves(browser, project: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The card's title is one shortened line; what runs is the whole input. A command whose tail lies past the
+    title's 200 characters, and on a second line, shows whole and as written on the card that approves it."""
+    padding = "x" * 260
+    command = f"echo start-{padding}\necho HIDDEN-TAIL-RUNS-TOO"
+    scenario = tmp_path / "long.json"
+    scenario.write_text(json.dumps({"turns": [[{"tool_use": {"name": "Bash", "input": {
+        "command": command, "description": "a long one"}}}], "done"], "default": "done"}))
+    proc, url = start_inspect(["--project", str(project), "--scenario", str(scenario), "--prompt", "go", "--trust"])
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        card = page.wait_for_selector("[data-testid=permission]", timeout=60_000)
+        title = card.inner_text().split("\n")[0]
+        assert "HIDDEN-TAIL" not in title  # the title alone would not have shown it
+        whole = card.query_selector("[data-testid=approved]").inner_text()
+        assert padding in whole and whole.rstrip().endswith("echo HIDDEN-TAIL-RUNS-TOO"), whole
+        assert "\n" in whole
+        card.query_selector("button[data-option='reject_once']").click()
+        page.wait_for_selector("[data-testid=result]", timeout=60_000)
+    finally:
+        stop(proc)
