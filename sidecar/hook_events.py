@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from hooks.redaction import redact, redact_value
 from hooks.types import HookProgress, HookResult, HookStarted
 
 NotifyFn = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -38,18 +39,20 @@ def hook_response_params(result: HookResult, session_id: str) -> dict[str, Any]:
     }
     if result.exit_code is not None:
         params["exitCode"] = result.exit_code
+    # What a hook printed or answered is redacted before it leaves the sidecar (hooks/redaction.py), as in the
+    # tracking files: a frontend, an inspector page or an editor's log is one more place a secret would land.
     if result.output is not None:
-        params["output"] = result.output.to_json_dict()
+        params["output"] = redact_value(result.output.to_json_dict())
     if result.text:
-        params["text"] = _cut(result.text, MAX_RESPONSE_TEXT)
+        params["text"] = redact(_cut(result.text, MAX_RESPONSE_TEXT))
     if result.stdout:
-        params["stdout"] = _cut(result.stdout, MAX_RESPONSE_TEXT)
+        params["stdout"] = redact(_cut(result.stdout, MAX_RESPONSE_TEXT))
     if result.stderr:
-        params["stderr"] = _cut(result.stderr, MAX_RESPONSE_TEXT)
+        params["stderr"] = redact(_cut(result.stderr, MAX_RESPONSE_TEXT))
     if result.error:
-        params["error"] = result.error
+        params["error"] = redact(result.error)
     if result.traceback:
-        params["traceback"] = result.traceback
+        params["traceback"] = redact(result.traceback)
     return params
 
 
@@ -59,14 +62,14 @@ def hook_notice(result: HookResult) -> dict[str, Any] | None:
     base = {"sessionUpdate": "notice", "source": "hook", "event": result.event, "hookName": result.hook_name}
     message = result.output.systemMessage if result.output is not None else None
     if message:
-        return {**base, "level": "info", "text": _cut(message, MAX_PROGRESS_LINE)}
+        return {**base, "level": "info", "text": redact(_cut(message, MAX_PROGRESS_LINE))}
     what = "the call was denied (failClosed)" if result.fail_closed else "the agent went on without it"
     if result.outcome == "timeout":
         return {**base, "level": "warning", "text": f"{result.event} hook {result.hook_name} timed out; {what}."}
     if result.outcome == "error":
         why = result.error or (f"exit code {result.exit_code}" if result.exit_code is not None else "no usable answer")
         return {**base, "level": "warning",
-                "text": _cut(f"{result.event} hook {result.hook_name} failed ({why}); {what}.", MAX_PROGRESS_LINE)}
+                "text": redact(_cut(f"{result.event} hook {result.hook_name} failed ({why}); {what}.", MAX_PROGRESS_LINE))}
     return None
 
 
@@ -103,7 +106,7 @@ class IpcHookObserver:
                 "hookName": progress.hook_name,
                 "event": progress.event,
                 "stream": progress.stream,
-                "line": _cut(progress.line, MAX_PROGRESS_LINE),
+                "line": redact(_cut(progress.line, MAX_PROGRESS_LINE)),
             },
         )
 

@@ -174,7 +174,12 @@ async def test_a_real_sessions_bash_output_leaves_no_secret_behind(tmp_path: Pat
         hits = (await run.request("memory/search", {"query": "deploy"}))["results"]
         assert hits, "the Bash call left an observation"
         log_events = json.dumps(run.named("log"))
+        # What the hooks printed and answered, as the frontend (and the inspector page) received it.
+        hook_events = json.dumps([*run.named("hook_progress"), *run.named("hook_response"),
+                                  *[u for u in run.updates(sid) if u.get("sessionUpdate") == "notice"]])
         await run.client.close()
+    assert "[REDACTED:" in json.dumps(failed.params), failed.params  # the hook's stderr quoted them: redacted
+    assert leaks_in(hook_events.encode()) == []
     assert leaks_in(log_events.encode()) == []
     assert leaks_in(json.dumps(hits).encode()) == []
     stderr = run.client.stderr_text()
