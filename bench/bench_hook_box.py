@@ -77,7 +77,7 @@ async def main_async(runs: int) -> None:
                     assert report.status == "ok" and not report.exit_code, report
         await commands.aclose()
         await pythons.aclose()
-        box.close()
+        await box.aclose()
         print(f"load average before: {open('/proc/loadavg').read().split()[:3]}")
         for label, values in times.items():
             print(f"{label:16s} {p50_p90(values)}   ({len(values)} runs)")

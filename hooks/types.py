@@ -150,12 +150,14 @@ class McpCaller(Protocol):
 
 
 class CommandBox(Protocol):
-    """A session's boundary for command hooks (implemented by sidecar.hook_box.HookBox)."""
+    """A session's boundary for command and python hooks (implemented by sidecar.hook_box.HookBox): `start`
+    returns a sidecar.hook_box.BoxedProcess."""
 
     def covers(self, spec: Any) -> bool: ...
 
-    async def launch(self, argv: list[str], cwd: Path, env: Mapping[str, str], payload_file: bytes | None
-                     ) -> tuple[list[str], dict[str, str]]: ...
+    async def start(self, argv: list[str], cwd: Path, env: Mapping[str, str], payload: bytes) -> Any: ...
+
+    async def aclose(self) -> None: ...
 
 
 @dataclass(slots=True)

@@ -878,7 +878,7 @@ async def close_hook_box(context: SessionContext) -> None:
     """Remove the session's hook box (its relay, its folder and /tmp): after the runner closed, no hook runs."""
     box, context.box = context.box, None
     if box is not None:
-        await anyio.to_thread.run_sync(box.close)  # type: ignore[attr-defined]
+        await box.aclose()  # type: ignore[attr-defined]
 
 
 # Session options a load takes from the index file only when they do not lower a layer (SessionManager.load).

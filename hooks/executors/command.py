@@ -173,21 +173,17 @@ class CommandExecutor:
         payload_file: str | None = None
         if len(data) < MAX_ENV_PAYLOAD_BYTES:
             env["HOOK_PAYLOAD"] = data.decode()
-        elif not boxed:
+        elif boxed:
+            env["HOOK_PAYLOAD_FILE"] = ""  # the box writes it where the hook can see it (sidecar/hook_box.py)
+        else:
             fd, payload_file = tempfile.mkstemp(prefix="orion-hook-", suffix=".json")
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             env["HOOK_PAYLOAD_FILE"] = payload_file
-        if boxed:
-            # A project's code (or any hook while the project is untrusted): inside the session's boundary, in a
-            # box of its own (sidecar/hook_box.py). The marker stays in the kept environment.
-            assert box is not None
-            try:
-                argv, env = await box.launch(argv, cwd, env, None if "HOOK_PAYLOAD" in env else data)
-            except (OSError, RuntimeError) as exc:
-                return ExecutionReport(status="error", error=f"could not set up the hook's boundary: {exc}")
         try:
-            return await _Run(call, argv, cwd, env, data, self.kill_grace_s, self.helpers).go()
+            # A project's code (or any hook while the project is untrusted) starts inside the session's hook box.
+            return await _Run(call, argv, cwd, env, data, self.kill_grace_s, self.helpers,
+                              box if boxed else None).go()
         finally:
             if payload_file:
                 with contextlib.suppress(OSError):
@@ -202,8 +198,12 @@ class _Run:
     """
 
     def __init__(self, call: HookCall, argv: list[str], cwd: Path, env: dict[str, str], data: bytes, grace: float,
-                 helpers: Helpers) -> None:
+                 helpers: Helpers, box: Any = None) -> None:
         self.call = call
+        # The session's hook box (sidecar/hook_box.py) when the hook runs inside it: the process is the box's
+        # (a BoxedProcess: its exit is reported, signals go through the box), and what it leaves stays in the box
+        # until the session ends.
+        self.box = box
         self.helpers = helpers
         self.argv = argv
         self.cwd = cwd
@@ -229,6 +229,8 @@ class _Run:
         self.leftovers: list[str] = []
 
     async def go(self) -> ExecutionReport:
+        if self.box is not None:
+            return await self._go_boxed()
         try:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -269,6 +271,43 @@ class _Run:
                 pump.cancel()
             self._cleanup()
 
+    async def _go_boxed(self) -> ExecutionReport:
+        try:
+            self.proc = await self.box.start(self.argv, self.cwd, self.env, bytes(self.data))  # type: ignore[assignment]
+        except (OSError, RuntimeError) as exc:
+            what = "program" if getattr(self.call.hook, "argv", None) is not None else "command"
+            return ExecutionReport(status="error", error=f"could not start hook {what} in its box (cwd {self.cwd}): "
+                                                         f"{exc}")
+        proc: Any = self.proc
+        pump = None
+        try:
+            for fd, cap in ((proc.stdout_fd, self.out), (proc.stderr_fd, self.err)):
+                os.set_blocking(fd, False)
+                self.loop.add_reader(fd, self._on_readable, fd, cap)
+                self.watching.add(fd)
+            os.set_blocking(proc.stdin_fd, False)
+            proc.exited.add_done_callback(lambda _f: self._on_exit(None))
+            if self.data:
+                self._on_writable(proc.stdin_fd)
+            else:
+                self._close_stdin()
+            self.timers.append(self.loop.call_later(self.call.timeout_s, self._on_timeout))
+            if self.wake is not None:
+                pump = self.loop.create_task(self._pump())
+            await self.settled
+            self.out.finish()
+            self.err.finish()
+            self._queue_lines()
+            if pump is not None:
+                self.streams_done = True
+                self.wake.set()  # type: ignore[union-attr]
+                await pump
+            return self._report(self.timed_out)
+        finally:
+            if pump is not None and not pump.done():
+                pump.cancel()
+            self._cleanup()
+
     # ------------------------------------------------------------------ loop callbacks
 
     def _watch(self, proc: subprocess.Popen[bytes]) -> None:
@@ -289,9 +328,12 @@ class _Run:
         else:
             self._close_stdin()
 
-    def _on_exit(self, pidfd: int) -> None:
-        self.loop.remove_reader(pidfd)
-        self.watching.discard(pidfd)
+    def _on_exit(self, pidfd: int | None) -> None:
+        if self.exited:
+            return
+        if pidfd is not None:
+            self.loop.remove_reader(pidfd)
+            self.watching.discard(pidfd)
         self.exited = True
         if self.open_pipes:
             # Something the hook started still holds our pipes: give it a moment, then give them up (_let_go).
@@ -348,6 +390,15 @@ class _Run:
 
     def _close_stdin(self) -> None:
         proc = self.proc
+        if self.box is not None:
+            fd = getattr(proc, "stdin_fd", -1)
+            if fd >= 0:
+                if self.writing:
+                    self.writing = False
+                    self.loop.remove_writer(fd)
+                os.close(fd)
+                proc.stdin_fd = -1  # type: ignore[union-attr]
+            return
         if proc is not None and proc.stdin is not None and not proc.stdin.closed:
             if self.writing:
                 self.writing = False
@@ -380,6 +431,10 @@ class _Run:
         # What the hook left: a stray still attached to it dies, a helper it detached lives until the session ends
         # (hooks/executors/leftovers.py); on a timeout or a cancel all of it dies, its group first.
         assert self.proc is not None
+        if self.box is not None:  # in the hook box, what it left lives until the box ends with the session
+            if kill_group:
+                self._signal(signal.SIGKILL)
+            return
         if kill_group:
             self._signal(signal.SIGKILL)
         elif self.exited and nothing_started_since(self.proc.pid):
@@ -389,12 +444,17 @@ class _Run:
 
     def _let_go(self) -> None:
         # Half a second after the exit, as Claude Code, the output is what was read: a stray still holding the pipes
-        # dies, a helper that detached keeps them (its later writes fail) and we stop reading.
-        assert self.proc is not None and self.proc.stdout is not None and self.proc.stderr is not None
-        pipes = (os.fstat(self.proc.stdout.fileno()).st_ino, os.fstat(self.proc.stderr.fileno()).st_ino)
-        self.leftovers += self.run.after(kill=self.timed_out, pipes=pipes)
-        for pipe, cap in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
-            fd = pipe.fileno()
+        # dies, a helper that detached keeps them (its later writes fail) and we stop reading. (In the hook box the
+        # stray lives on in the box, as Claude Code leaves it.)
+        assert self.proc is not None
+        if self.box is not None:
+            out_fds = [self.proc.stdout_fd, self.proc.stderr_fd]  # type: ignore[attr-defined]
+        else:
+            assert self.proc.stdout is not None and self.proc.stderr is not None
+            out_fds = [self.proc.stdout.fileno(), self.proc.stderr.fileno()]
+            pipes = (os.fstat(out_fds[0]).st_ino, os.fstat(out_fds[1]).st_ino)
+            self.leftovers += self.run.after(kill=self.timed_out, pipes=pipes)
+        for fd, cap in zip(out_fds, (self.out, self.err)):
             if fd not in self.watching:
                 continue
             with contextlib.suppress(OSError):
@@ -416,6 +476,10 @@ class _Run:
 
     def _signal(self, sig: int) -> None:
         if self.proc is None:
+            return
+        if self.box is not None:
+            with contextlib.suppress(OSError):
+                self.proc.signal(sig)  # type: ignore[attr-defined]  # to its group, through the box
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
@@ -455,6 +519,9 @@ class _Run:
         proc = self.proc
         if proc is None:
             return
+        if self.box is not None:
+            self._cleanup_boxed()
+            return
         for timer in self.timers:
             timer.cancel()
         if not self.exited or self.open_pipes:
@@ -476,3 +543,18 @@ class _Run:
         if proc.returncode is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
+
+    def _cleanup_boxed(self) -> None:
+        for timer in self.timers:
+            timer.cancel()
+        if not self.exited or self.open_pipes:
+            self._signal(signal.SIGKILL)  # cancelled mid-run: its group goes; the box keeps only detached helpers
+        for fd in self.watching:
+            with contextlib.suppress(Exception):
+                self.loop.remove_reader(fd)
+        self.watching.clear()
+        self._close_stdin()
+        proc: Any = self.proc
+        for fd in (proc.stdout_fd, proc.stderr_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)

@@ -67,14 +67,14 @@ class _Launcher:
 
     @classmethod
     async def spawn_boxed(cls, python: str, box: Any, cwd: Path) -> _Launcher:
-        """A launcher for one hook, inside the session's boundary (sidecar/hook_box.py): a project's Python runs
-        there, and the box (with whatever the hook started) ends when the launcher does."""
+        """A launcher for one hook, inside the session's hook box (sidecar/hook_box.py): a project's Python runs
+        there, with the box's environment; it ends after the hook (what the hook detached stays in the box)."""
         from hooks.launcher.frozen import helper_argv
 
         argv = ([python, "-u", str(CHILD_SCRIPT)] if python != sys.executable
                 else helper_argv("hook-launcher", CHILD_SCRIPT, unbuffered=True))
-        argv, env = await box.launch(argv, cwd, dict(os.environ), None)
-        return await cls.start(argv, env)
+        boxed = await box.start(argv, cwd, dict(os.environ), b"")
+        return cls(await _BoxedLauncherProcess.wrap(boxed))  # type: ignore[arg-type]
 
     @property
     def alive(self) -> bool:
@@ -121,6 +121,9 @@ class _Launcher:
         await self.kill()
 
     def _signal(self, sig: int) -> None:
+        if isinstance(self.proc, _BoxedLauncherProcess):
+            self.proc.signal(sig)
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
 
@@ -132,6 +135,55 @@ class _Launcher:
             async with asyncio.timeout(timeout):
                 return await self.proc.wait()
         return self.proc.returncode
+
+
+class _BoxedLauncherProcess:
+    """A launcher inside the hook box, shaped as the asyncio process _Launcher drives: streams over its pipes, its
+    exit as the box reports it, signals through the box."""
+
+    def __init__(self, boxed: Any, stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader) -> None:
+        self._boxed = boxed
+        self.stdin = stdin
+        self.stdout = stdout
+        self.pid = boxed.pid
+
+    @classmethod
+    async def wrap(cls, boxed: Any) -> _BoxedLauncherProcess:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_REPLY_LIMIT)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(boxed.stdout_fd, "rb", 0))
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                            os.fdopen(boxed.stdin_fd, "wb", 0))
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        # The launcher answers on stdout and child.py catches each hook's stderr; what it writes there itself is
+        # read and dropped (closing the pipe would kill it with SIGPIPE at its first warning).
+        err = boxed.stderr_fd
+        os.set_blocking(err, False)
+
+        def drain() -> None:
+            try:
+                if os.read(err, 65536):
+                    return
+            except BlockingIOError:
+                return
+            except OSError:
+                pass
+            loop.remove_reader(err)
+            os.close(err)
+
+        loop.add_reader(err, drain)
+        return cls(boxed, writer, reader)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._boxed.returncode
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._boxed.exited)
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(OSError):
+            self._boxed.signal(sig)
 
 
 class PythonExecutor:

@@ -1,0 +1,151 @@
+"""The first process of a session's hook box (sidecar/hook_box.py): it starts the session's boxed hooks inside the box,
+on the sidecar's word, and is the box's init (it reaps whatever they leave).
+
+Run as `python -S box_spawner.py FD` inside bubblewrap, where FD is one end of a SOCK_SEQPACKET socket pair whose
+other end only the sidecar holds (inherited, never a path: nothing else in or out of the box can connect to it).
+Messages are JSON, one per packet:
+
+  sidecar -> box  {"op": "run", "id": N, "argv": [...], "env": {...}, "cwd": "..."}  with three descriptors
+                  attached (SCM_RIGHTS): the hook's stdin, stdout and stderr
+                  {"op": "signal", "id": N, "sig": S}  to the hook's process group
+  box -> sidecar  {"id": N, "pid": P}                    started (P is the pid inside the box)
+                  {"id": N, "error": "..."}              not started (the reason)
+                  {"id": N, "status": C}                 exited: its code, or -S for a signal
+
+When the sidecar's end closes (the session ended, the sidecar died), everything in the box is killed and the
+spawner exits, and the box with it. Standard library only: it runs before anything else is importable.
+"""
+
+import array
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+
+_MAX = 1 << 20
+
+
+def _send(sock: socket.socket, message: dict) -> None:
+    try:
+        sock.send(json.dumps(message).encode())
+    except OSError:
+        pass  # the sidecar is gone: the next read sees it
+
+
+def _start(message: dict, fds: list) -> int:
+    """fork + exec in a session of its own, the three descriptors as 0, 1, 2."""
+    argv, env, cwd = message["argv"], message["env"], message["cwd"]
+    pid = os.fork()
+    if pid == 0:  # the child: only async-signal-safe calls until exec
+        try:
+            os.setsid()
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+            os.closerange(3, 65536)
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.chdir(cwd)
+            os.execvpe(argv[0], argv, env)
+        except BaseException as exc:  # noqa: BLE001 - report and leave, whatever it was
+            try:
+                os.write(2, f"could not start {argv[0]} (cwd {cwd}): {exc}\n".encode())
+            finally:
+                os._exit(127)
+    return pid
+
+
+def main(fd: int) -> int:
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(False)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)  # only the sidecar's end closing ends the box
+    running: dict[int, int] = {}  # pid -> id
+    selector = selectors.DefaultSelector()
+    selector.register(sock, selectors.EVENT_READ)
+    selector.register(wake_r, selectors.EVENT_READ)
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj is sock:
+                try:
+                    data, ancdata, _flags, _addr = sock.recvmsg(_MAX, socket.CMSG_SPACE(3 * 4))
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    return _end()
+                fds: list = []
+                for level, kind, payload in ancdata:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        got = array.array("i")
+                        got.frombytes(payload[: len(payload) - (len(payload) % got.itemsize)])
+                        fds.extend(got)
+                _handle(sock, json.loads(data), fds, running)
+            else:
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+                _reap(sock, running)
+
+
+def _handle(sock: socket.socket, message: dict, fds: list, running: dict) -> None:
+    ident = message.get("id")
+    if message.get("op") == "run":
+        try:
+            if len(fds) != 3:
+                raise ValueError(f"a run needs 3 descriptors, got {len(fds)}")
+            pid = _start(message, fds)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            _send(sock, {"id": ident, "error": str(exc)})
+        else:
+            running[pid] = ident
+            _send(sock, {"id": ident, "pid": pid})
+        finally:
+            for fd in fds:
+                os.close(fd)
+    elif message.get("op") == "signal":
+        for pid, which in running.items():
+            if which == ident:
+                try:
+                    os.killpg(pid, int(message.get("sig", signal.SIGKILL)))
+                except OSError:
+                    pass
+    else:
+        for fd in fds:
+            os.close(fd)
+
+
+def _reap(sock: socket.socket, running: dict) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        ident = running.pop(pid, None)
+        if ident is not None:  # a hook; anything else was something a hook left, now reaped
+            code = os.waitstatus_to_exitcode(status)
+            _send(sock, {"id": ident, "status": code})
+
+
+def _end() -> int:
+    # pid 1 of the box's PID namespace: kill(-1) reaches every other process in it.
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1])))
