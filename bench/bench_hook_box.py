@@ -2,8 +2,9 @@
 
 Each subject runs the same `command` hook (`/bin/sh -c 'cat >/dev/null; echo ok'`, reading its payload) through
 the real command executor (hooks/executors/command.py), alternating boxed and unboxed runs so that load drifts
-hit both alike; the boxed one goes through cli_exec.sh, bubblewrap with the session's plan and box_init.sh (the
-proxy relay inside). Also a `python` hook: the shared warm launcher outside, a launcher of its own inside.
+hit both alike; the boxed one is started by the session's hook box (its spawner, inside bubblewrap with the
+session's plan; the box itself comes up once, in the warm-up, and its start is timed apart). Also a `python`
+hook: the sidecar's shared warm launcher outside, the box's warm launcher inside.
 
     .venv/bin/python -m bench.bench_hook_box [--runs 40]
 """
@@ -66,9 +67,12 @@ async def main_async(runs: int) -> None:
         times: dict[str, list[float]] = {k: [] for k in ("command outside", "command boxed", "python outside",
                                                          "python boxed")}
         for executor, spec, kind in ((commands, command, "command"), (pythons, python, "python")):
-            for session in (outside, inside):  # warm both (the box's folder and relay, a launcher)
+            for session in (outside, inside):  # warm both (the box's folder, relay and spawner, a launcher)
+                started = time.perf_counter()
                 report = await executor.run(_call(spec, session))
                 assert report.status == "ok" and not report.exit_code, report
+                if kind == "command" and session is inside:
+                    print(f"the hook box's start with its first hook: {(time.perf_counter() - started) * 1000:.1f} ms")
             for _ in range(runs):
                 for label, session in ((f"{kind} outside", outside), (f"{kind} boxed", inside)):
                     started = time.perf_counter()

@@ -9,9 +9,10 @@ agent has (sidecar/boundary.py: the project writable, the rest read-only, secret
 only through Orion's proxy), in a box of their own:
 
 - which hooks: every `command` and `python` hook from a project's sources (its settings files, its local settings,
-  its vault, the plugins it enables: hooks/hookset.py TRUST_SOURCES), and, while the project is not trusted, every
-  such hook whatever its source (a user's `npx prettier --check .` runs an untrusted project's code). A user's own
-  hooks in a project the user trusted run outside, as before: they are the user's tools;
+  its vault, the plugins it enables: hooks/hookset.py TRUST_SOURCES), and, while the project is not trusted, those
+  of the user's own settings files (a user's `npx prettier --check .` runs an untrusted project's code). The user's
+  settings hooks in a project the user trusted, and the plugins the user installed (their own pinned files, their
+  data and workers in the user's home), run outside, as before;
 - one box per session, a sibling of the agent's: the agent's commands can neither see nor signal a hook's
   processes (another PID namespace), nor change what it answers. It starts with the session's first boxed hook and
   ends with the session; what a hook starts to outlive it (a worker) lives in it until then, as Claude Code keeps
@@ -217,10 +218,13 @@ class HookBox:
     folder, /tmp, proxy relay, bubblewrap and the spawner) comes up with the first boxed hook; `close()` ends it."""
 
     def __init__(self, boundary: Any, trusted: Callable[[], bool], sources: Iterable[str],
-                 withheld: Iterable[str] = ()) -> None:
+                 withheld: Iterable[str] = (), untrusted_sources: Iterable[str] = (),
+                 hooks: Callable[[], Iterable[Any]] = tuple) -> None:
         self.boundary = boundary
         self._trusted = trusted
+        self._hooks = hooks  # the session's hooks now (their plugins' folders are opened in the box)
         self._sources = frozenset(sources)
+        self._untrusted_sources = frozenset(untrusted_sources)
         self._withheld = frozenset(withheld)
         self._extra = frozenset(re.split(r"[\s,]+", os.environ.get(PASS_VAR, "")))
         self._lock = threading.Lock()
@@ -230,10 +234,14 @@ class HookBox:
         self._tmp = ""
         self._files = 0
         self.closed = False
+        # Warm python launchers inside the box (hooks/executors/python.py keeps them here, idle between hooks).
+        self.python_launchers: list[Any] = []
 
     def covers(self, spec: Any) -> bool:
-        """Whether this hook runs inside: a project's own, or any while the project is not trusted."""
-        return getattr(spec, "source", None) in self._sources or not self._trusted()
+        """Whether this hook runs inside: a project's own always; a user's settings hook while the project is not
+        trusted (it names the project's tools: `npx prettier`, `npm run lint`)."""
+        source = getattr(spec, "source", None)
+        return source in self._sources or (source in self._untrusted_sources and not self._trusted())
 
     # ------------------------------------------------------------------ the box
 
@@ -247,6 +255,7 @@ class HookBox:
             tmp = os.path.join(box.dir, "tmp")
             os.mkdir(tmp, 0o700)
             args = plan.bwrap_args(os.path.join(box.dir, "empty"), os.path.join(box.dir, "net"), None, tmp_dir=tmp)
+            args += self._plugin_binds()
             args_file = os.path.join(box.dir, "box.args")
             fd = os.open(args_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as fh:
@@ -256,6 +265,28 @@ class HookBox:
             raise
         self._tmp = tmp
         return box, [args_file]
+
+    def _plugin_binds(self) -> list[str]:
+        """A boxed plugin hook's own files: its plugin's folder read-only, its data folder writable, even where the
+        box hides what holds them (a scripted session hides the user's ~/.claude, where plugins are installed).
+        After every other mount: these open places the plan closed, for these folders only."""
+        roots: dict[str, None] = {}
+        data: dict[str, None] = {}
+        for spec in self._hooks():
+            env = getattr(spec, "env", None) or {}
+            if not env.get("CLAUDE_PLUGIN_ROOT") or not self.covers(spec):
+                continue
+            roots.setdefault(os.path.realpath(env["CLAUDE_PLUGIN_ROOT"]), None)
+            if env.get("CLAUDE_PLUGIN_DATA"):
+                data.setdefault(os.path.realpath(env["CLAUDE_PLUGIN_DATA"]), None)
+        args: list[str] = []
+        for path in roots:
+            if os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        for path in data:
+            if os.path.isdir(path):
+                args += ["--bind", path, path]
+        return args
 
     async def _running(self) -> _Spawner:
         if self._spawner is not None and self._spawner.dead is None:
@@ -337,6 +368,7 @@ class HookBox:
     # ------------------------------------------------------------------ the end
 
     async def _close_now(self) -> None:
+        self.python_launchers.clear()  # they die with the box
         spawner, self._spawner = self._spawner, None
         if spawner is not None:
             await spawner.aclose()
@@ -351,12 +383,20 @@ class HookBox:
         await self._close_now()
 
 
-def for_session(sandbox: Any, trusted: Callable[[], bool], withheld: Iterable[str] = ()) -> HookBox | None:
+def for_session(sandbox: Any, trusted: Callable[[], bool], withheld: Iterable[str] = (),
+                hooks: Callable[[], Iterable[Any]] = tuple) -> HookBox | None:
     """The session's hook box, when its boundary is bubblewrap's (None: hooks run as before, and the session's
     sandbox report says why there is no boundary)."""
-    from hooks.hookset import TRUST_SOURCES
+    from hooks.hookset import CLAUDE_USER, TRUST_SOURCES
 
     boundary = getattr(sandbox, "boundary", None)
     if boundary is None or boundary.platform != "linux" or shutil.which(boundary.launcher) is None:
         return None
-    return HookBox(boundary, trusted, TRUST_SOURCES, withheld)
+    return HookBox(boundary, trusted, TRUST_SOURCES, withheld, UNTRUSTED_PROJECT_SOURCES | {CLAUDE_USER}, hooks)
+
+
+# The user's own settings hooks (Orion's user settings, `user`; Claude Code's, `claude-user`) run inside while the
+# project is not trusted: a settings hook is a command line, and the commands people put there run the project's
+# tools. A plugin the user installed runs its own files, pinned by the plugin's trust (hooks/plugins.py), and keeps
+# the user's home (its data, its worker): it runs outside, like Orion's built-in hooks.
+UNTRUSTED_PROJECT_SOURCES = frozenset({"user"})

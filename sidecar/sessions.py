@@ -459,7 +459,8 @@ class SessionManager:
 
         # Command hooks that run the project's code start inside the session's boundary (sidecar/hook_box.py);
         # trust is read at each hook, so trusting the project mid-session lets the user's own hooks out again.
-        context.box = for_session(sandbox, lambda: runner.hookset.trusted, hook_env_names(hookset.entries))
+        context.box = for_session(sandbox, lambda: runner.hookset.trusted, hook_env_names(hookset.entries),
+                                  lambda: runner.hookset.entries)
         broker = PermissionBroker(sid, self._request, self.settings.permission_timeout_s)
         bridge = RunnerBridge(runner, context, broker)
 

@@ -137,6 +137,16 @@ class _Launcher:
         return self.proc.returncode
 
 
+def _idle_boxed(box: Any) -> _Launcher | None:
+    """A warm launcher in the session's hook box, if one is idle (each serves one hook at a time)."""
+    idle: list[_Launcher] = box.python_launchers
+    while idle:
+        launcher = idle.pop()
+        if launcher.alive:
+            return launcher
+    return None
+
+
 class _BoxedLauncherProcess:
     """A launcher inside the hook box, shaped as the asyncio process _Launcher drives: streams over its pipes, its
     exit as the box reports it, signals through the box."""
@@ -246,7 +256,9 @@ class PythonExecutor:
         try:
             async with asyncio.timeout_at(deadline):
                 if boxed:
-                    launcher = await _Launcher.spawn_boxed(self.python, box, Path(head["cwd"]))
+                    launcher = _idle_boxed(box)
+                    if launcher is None:
+                        launcher = await _Launcher.spawn_boxed(self.python, box, Path(head["cwd"]))
                 else:
                     launcher = await self._acquire()
                 reply = await launcher.request(head, data)
@@ -268,7 +280,12 @@ class PythonExecutor:
             raise
         finally:
             if launcher is not None and boxed:
-                await asyncio.shield(launcher.close())  # one hook, one box: it ends here, and all it started
+                # Warm for the session's next boxed python hook (the box ends with the session, and it with it);
+                # what this hook detached stays in the box until then, as a command hook's does.
+                if healthy and launcher.alive:
+                    box.python_launchers.append(launcher)  # type: ignore[union-attr]
+                else:
+                    await asyncio.shield(launcher.kill())
             elif launcher is not None:
                 # The launcher lives on, but nothing this hook started may outlive the hook.
                 pid = launcher.proc.pid

@@ -23,8 +23,9 @@ def claude_env(config: Path) -> dict[str, str]:
     return {"ORION_CLAUDE_USER_SETTINGS": "", "CLAUDE_CONFIG_DIR": str(config)}
 
 
-def guard(tmp_path: Path, **kw) -> InstalledPlugin:
-    return install(tmp_path / "claude-config", tmp_path / "marketplace", "guard", log_dir=tmp_path / "guard-log", **kw)
+def guard(tmp_path: Path, log_dir: Path | None = None, **kw) -> InstalledPlugin:
+    return install(tmp_path / "claude-config", tmp_path / "marketplace", "guard",
+                   log_dir=log_dir or tmp_path / "guard-log", **kw)
 
 
 async def session(run, *, expect_blocked: bool) -> tuple[str, dict]:
@@ -83,7 +84,8 @@ async def test_a_plugin_hook_gets_CLAUDE_PLUGIN_ROOT_and_CLAUDE_PLUGIN_DATA_as_t
 async def test_a_project_enabled_plugin_does_not_run_until_the_project_is_trusted(sidecar, tmp_path) -> None:
     async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"),
                        env=claude_env(tmp_path / "claude-config")) as run:
-        plugin = guard(tmp_path, scope="project", project=run.project)
+        # A project's plugin runs in the session's hook box (sidecar/hook_box.py): it logs where the box may write.
+        plugin = guard(tmp_path, scope="project", project=run.project, log_dir=run.project / ".guard-log")
         listed = await run.request("hooks/list", {"projectDir": str(run.project)})
         [row] = [h for h in listed["hooks"] if h.get("plugin")]
         assert row["source"] == "project-plugin" and row["state"] == "untrusted"
