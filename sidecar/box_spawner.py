@@ -7,7 +7,8 @@ Messages are JSON, one per packet:
 
   sidecar -> box  {"op": "run", "id": N, "argv": [...], "env": {...}, "cwd": "..."}  with three descriptors
                   attached (SCM_RIGHTS): the hook's stdin, stdout and stderr
-                  {"op": "signal", "id": N, "sig": S}  to the hook's process group
+                  {"op": "signal", "id": N, "sig": S, "marker": "NAME=VALUE"}  to the hook's process group, and
+                  to every process whose environment holds the marker (all the hook started)
   box -> sidecar  {"id": N, "pid": P}                    started (P is the pid inside the box)
                   {"id": N, "error": "..."}              not started (the reason)
                   {"id": N, "status": C}                 exited: its code, or -S for a signal
@@ -113,15 +114,38 @@ def _handle(sock: socket.socket, message: dict, fds: list, running: dict) -> Non
             for fd in fds:
                 os.close(fd)
     elif message.get("op") == "signal":
+        sig = int(message.get("sig", signal.SIGKILL))
         for pid, which in running.items():
             if which == ident:
                 try:
-                    os.killpg(pid, int(message.get("sig", signal.SIGKILL)))
+                    os.killpg(pid, sig)
                 except OSError:
                     pass
+        marker = message.get("marker")
+        if isinstance(marker, str) and marker:
+            _signal_marked(marker.encode(), sig)
     else:
         for fd in fds:
             os.close(fd)
+
+
+def _signal_marked(marker: bytes, sig: int) -> None:
+    """Every process in the box whose environment holds `marker` (NAME=VALUE, the hook run's own): what the hook
+    started, in its group or not (a `setsid` daemon too), as Claude Code kills a timed-out hook's whole tree."""
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            try:
+                os.kill(int(name), sig)
+            except OSError:
+                pass
 
 
 def _reap(sock: socket.socket, running: dict) -> None:

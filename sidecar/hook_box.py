@@ -81,9 +81,11 @@ class BoxedProcess:
         self.returncode: int | None = None
         self.exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
-    def signal(self, sig: int) -> None:
-        if self.returncode is None:
-            self._spawner.send({"op": "signal", "id": self.ident, "sig": int(sig)})
+    def signal(self, sig: int, marker: str | None = None) -> None:
+        """`sig` to the hook's process group while it runs; with `marker` (the run's NAME=VALUE) also to everything
+        in the box the run started, whether the hook is still running or not."""
+        if self.returncode is None or marker:
+            self._spawner.send({"op": "signal", "id": self.ident, "sig": int(sig), "marker": marker or ""})
 
     def wait(self, timeout: float | None = None) -> int:
         """The exit code once it is known (the executors ask only after the exit was reported)."""

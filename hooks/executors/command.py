@@ -295,6 +295,8 @@ class _Run:
             if self.wake is not None:
                 pump = self.loop.create_task(self._pump())
             await self.settled
+            if self.timed_out:
+                self._sweep(True)  # the group's SIGTERM ended the shell: what it started goes too
             self.out.finish()
             self.err.finish()
             self._queue_lines()
@@ -432,8 +434,9 @@ class _Run:
         # (hooks/executors/leftovers.py); on a timeout or a cancel all of it dies, its group first.
         assert self.proc is not None
         if self.box is not None:  # in the hook box, what it left lives until the box ends with the session
-            if kill_group:
-                self._signal(signal.SIGKILL)
+            if kill_group:  # a timeout: all it started dies, as Claude Code kills the whole tree
+                with contextlib.suppress(OSError):
+                    self.proc.signal(signal.SIGKILL, f"{MARKER_VAR}={self.env[MARKER_VAR]}")  # type: ignore[union-attr]
             return
         if kill_group:
             self._signal(signal.SIGKILL)
@@ -547,8 +550,9 @@ class _Run:
     def _cleanup_boxed(self) -> None:
         for timer in self.timers:
             timer.cancel()
-        if not self.exited or self.open_pipes:
-            self._signal(signal.SIGKILL)  # cancelled mid-run: its group goes; the box keeps only detached helpers
+        if not self.exited or self.open_pipes:  # cancelled mid-run: nothing of the hook may outlive it
+            with contextlib.suppress(OSError):
+                self.proc.signal(signal.SIGKILL, f"{MARKER_VAR}={self.env[MARKER_VAR]}")  # type: ignore[union-attr]
         for fd in self.watching:
             with contextlib.suppress(Exception):
                 self.loop.remove_reader(fd)
