@@ -211,6 +211,9 @@ class HookInfo(WireModel):
     status_message: str | None = None
     once: bool = False
     async_rewake: bool = False
+    # Where its process runs: "box" inside the session's hook box (a project's code: docs/SECURITY.md "Hooks inside
+    # the boundary"), "outside" with the user's account; null for a hook that starts no process of its own.
+    boundary: Literal["box", "outside"] | None = None
 
 
 class TrustFile(WireModel):

@@ -402,3 +402,16 @@ def for_session(sandbox: Any, trusted: Callable[[], bool], withheld: Iterable[st
 # tools. A plugin the user installed runs its own files, pinned by the plugin's trust (hooks/plugins.py), and keeps
 # the user's home (its data, its worker): it runs outside, like Orion's built-in hooks.
 UNTRUSTED_PROJECT_SOURCES = frozenset({"user"})
+
+
+def listing_boundary(spec: Any, trusted: bool, available: bool) -> str | None:
+    """Where a listed hook's process runs (hooks/list `boundary`): "box" in the session's hook box, "outside" with the
+    user's account, None for a hook that starts no process of its own (http, prompt, agent, mcp_tool, Python
+    functions). `available`: whether sessions here get a boundary (Linux, bubblewrap)."""
+    from hooks.hookset import CLAUDE_USER, TRUST_SOURCES
+
+    if getattr(spec, "type", None) not in ("command", "python"):
+        return None
+    source = getattr(spec, "source", None)
+    inside = source in TRUST_SOURCES or (source in (UNTRUSTED_PROJECT_SOURCES | {CLAUDE_USER}) and not trusted)
+    return "box" if inside and available else "outside"

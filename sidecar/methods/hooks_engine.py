@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -23,8 +24,21 @@ async def _project_hookset(app: SidecarApp, params: p.HookScope):
     return await anyio.to_thread.run_sync(load_session_hookset, project, vault, session_manager(app).settings.data_dir)
 
 
-def _listing(hookset) -> dict[str, Any]:
-    return {"hooks": hookset.to_listing(), "warnings": list(hookset.warnings),
+def _listing(hookset, boxed: bool | None = None) -> dict[str, Any]:
+    """`boxed`: whether this session has a hook box (None: whether sessions here get a boundary by default)."""
+    from sidecar.hook_box import listing_boundary
+
+    if boxed is None:
+        from sidecar.sandbox import backend_problem, platform_name
+
+        boxed = platform_name() == "linux" and backend_problem(os.environ.get("PATH")) is None
+    rows = hookset.to_listing()
+    by_id = {spec.id: spec for spec in hookset.entries}
+    for row in rows:
+        spec = by_id.get(row.get("id"))
+        if spec is not None:
+            row["boundary"] = listing_boundary(spec, hookset.trusted, boxed)
+    return {"hooks": rows, "warnings": list(hookset.warnings),
             "trustHash": hookset.trust_hash, "trusted": hookset.trusted, "trust": hookset.trust_listing()}
 
 
@@ -101,7 +115,8 @@ def register(app: SidecarApp) -> None:
     @app.method("hooks/list")
     async def hooks_list(params: p.HookScope, call: CallContext) -> dict:
         if params.session_id:
-            return _listing(session_manager(app).get(params.session_id).runner.hookset)
+            session = session_manager(app).get(params.session_id)
+            return _listing(session.runner.hookset, session.context.box is not None)
         return _listing(await _project_hookset(app, params))
 
     @app.method("hooks/reload")

@@ -69,6 +69,9 @@ async def test_a_trusted_hook_runs_the_agents_edit_of_its_script_inside_the_box(
                 {"matcher": "Bash", "hooks": [{"type": "command", "name": "gate",
                                                "command": 'sh "$CLAUDE_PROJECT_DIR/tools/gate"'}]}]}}))
             await run.trust()  # the user reviewed the hook and its script as they were
+            listed = await run.request("hooks/list", {"projectDir": str(project)})
+            assert [h["boundary"] for h in listed["hooks"] if h["name"] == "gate"] == ["box"]
+            assert {h["boundary"] for h in listed["hooks"] if h["source"] == "builtin"} <= {None, "outside"}
             edit = ("cat > tools/lib.sh <<'EOF'\n" + gate_script(secret, outside, port) + "EOF\n"
                     "readlink /proc/self/ns/pid; echo probe-done")
             probes = {"edit": {"Bash": {"command": edit, "description": "change the gate"}},
@@ -136,7 +139,9 @@ async def test_the_users_own_hook_runs_an_untrusted_projects_script_inside_the_b
             await run.end(session["sessionId"])
             listing = await run.request("hooks/list", {"projectDir": str(project)})
             report = (project / "lint-report.txt").read_text()
-    assert [h["source"] for h in listing["hooks"] if h["name"] == "lint"] == ["claude-user"]
+    [row] = [h for h in listing["hooks"] if h["name"] == "lint"]
+    assert row["source"] == "claude-user"
+    assert row["boundary"] == ("outside" if trusted else "box")  # the listing says where it runs
     assert "lint-done" in report, report
     if trusted:
         assert CANARY in report  # the user's tools, in a project the user trusted: outside, as before

@@ -223,6 +223,7 @@ export interface HookInfo {
   statusMessage: string | null;
   once: boolean;
   asyncRewake: boolean;
+  boundary: "box" | "outside" | null;
 }
 
 /** One line a running hook wrote. */
