@@ -55,7 +55,7 @@ async def settle_pids(pid: int, want: int) -> set[int]:
 
 
 async def test_new_takes_over_the_prepared_cli_and_only_then_runs_session_start(sidecar, tmp_path: Path) -> None:
-    log = tmp_path / "starts.jsonl"
+    log = tmp_path / "notes" / "starts.jsonl"  # in the project: its hooks run in the session's hook box
     async with sidecar("notes", trust=False) as run:
         write_start_hook(run.project, log)
         await run.trust()
@@ -86,7 +86,7 @@ async def test_a_project_changed_after_prepare_never_gets_the_old_cli_or_its_tru
     """The attack: the user's app prepares a session in a trusted project; before the session starts, the project
     changes its hooks (a `git pull`, an agent's write). The session must not start on what was prepared: its hooks
     are the new ones, untrusted, and the old CLI is closed."""
-    log = tmp_path / "starts.jsonl"
+    log = tmp_path / "notes" / "starts.jsonl"  # in the project: its hooks run in the session's hook box
     async with sidecar("notes", trust=False) as run:
         write_start_hook(run.project, log)
         await run.trust()

@@ -36,7 +36,7 @@ def request_texts(run, scenario: str = "config_bash") -> str:
 
 
 async def test_a_trusted_projects_rules_and_claude_md_reach_the_cli_and_its_hooks_run_once(sidecar, tmp_path) -> None:
-    hook_log = tmp_path / "hook.log"
+    hook_log = tmp_path / "notes" / "hook.log"  # in the project: its hooks run in the session's hook box
     async with sidecar(project="notes", trust=False) as run:
         configure(run.project, ["Bash"], hook_log)
         await run.trust()

@@ -58,7 +58,7 @@ def calls(log: Path) -> list[dict]:
 
 
 async def test_a_subagents_hooks_fire_for_its_tool_calls_only(sidecar, tmp_path: Path) -> None:
-    log = tmp_path / "prober.jsonl"
+    log = tmp_path / "notes" / "prober.jsonl"  # in the project: its hooks run in the session's hook box
     async with sidecar("notes", trust=False) as run:
         write_agent(run.project, log)
         await run.trust()
@@ -77,7 +77,7 @@ async def test_a_subagents_hooks_fire_for_its_tool_calls_only(sidecar, tmp_path:
 
 async def test_a_subagents_hooks_wait_for_the_projects_trust(sidecar, tmp_path: Path) -> None:
     """The attack: a cloned project ships an agent whose front matter runs a command; untrusted, it never runs."""
-    log = tmp_path / "prober.jsonl"
+    log = tmp_path / "notes" / "prober.jsonl"  # in the project: its hooks run in the session's hook box
     async with sidecar("notes", trust=False) as run:
         write_agent(run.project, log)
         listed = await run.request("hooks/list", {"projectDir": str(run.project)})
@@ -88,7 +88,7 @@ async def test_a_subagents_hooks_wait_for_the_projects_trust(sidecar, tmp_path: 
 
 
 async def test_a_skills_hooks_fire_from_its_invocation_to_the_end_of_the_turn(sidecar, tmp_path: Path) -> None:
-    log = tmp_path / "deploy.jsonl"
+    log = tmp_path / "notes" / "deploy.jsonl"  # in the project: its hooks run in the session's hook box
     async with sidecar("notes", trust=False) as run:
         write_skill(run.project, log)
         await run.trust()

@@ -38,7 +38,8 @@ if os.fork() == 0:
 os.close(w)
 daemon = int(os.read(r, 32) or 0)
 with open(os.path.join(state, "pids.json"), "w") as fh:
-    json.dump({{"hook": os.getpid(), "grandchild": grandchild.pid, "daemon": daemon}}, fh)
+    json.dump({{"hook": os.getpid(), "grandchild": grandchild.pid, "daemon": daemon,
+               "ns": os.readlink("/proc/self/ns/pid")}}, fh)
 print("holding", file=sys.stderr, flush=True)
 time.sleep({HOLD_S})
 """
@@ -76,11 +77,33 @@ def make_project(root: Path, python: str = sys.executable) -> Path:
 
 
 def recorded_pids(project: Path) -> dict[str, int]:
-    """The pids the hook wrote ({} until it has run that far)."""
+    """The pids the hook wrote ({} until it has run that far), as this machine's /proc numbers them: a project's hook
+    runs in the session's hook box (sidecar/hook_box.py), a PID namespace of its own, and writes the box's numbers."""
     try:
-        return json.loads((project / ".linger" / "pids.json").read_text())
+        recorded = json.loads((project / ".linger" / "pids.json").read_text())
     except (OSError, ValueError):
         return {}
+    ns = recorded.pop("ns", None)
+    if ns is None or ns == os.readlink("/proc/self/ns/pid"):
+        return recorded
+    return {key: host for key, pid in recorded.items() if (host := _host_pid(ns, pid)) is not None}
+
+
+def _host_pid(ns: str, pid: int) -> int | None:
+    """The host's number of process `pid` of PID namespace `ns` (the last NSpid field is the innermost number)."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{name}/ns/pid") != ns:
+                continue
+            with open(f"/proc/{name}/status") as fh:
+                line = next(line for line in fh if line.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(line.split()[-1]) == pid:
+            return int(name)
+    return None
 
 
 def session_params(project: Path) -> dict[str, Any]:

@@ -198,8 +198,12 @@ async def test_when_the_watchdog_dies_with_the_sidecar_the_next_start_sweeps_the
                 tg.cancel_scope.cancel()
             survivors = [name for pid, (p, name) in procs.items() if running(p) and name != "watchdog"]
             # The session's CLI is not among them once its OS boundary dies with the sidecar (bwrap
-            # --die-with-parent): the hooks' processes are, and the CLI home and the record.
-            assert "command hook" in survivors and home.is_dir() and records[0].exists(), "leftovers exist before the next start"
+            # --die-with-parent), nor the project's command hook and what it started (the session's hook box dies
+            # with it too): the prompt hook's evaluator CLI is, and the CLI home and the record.
+            assert "command hook" not in survivors and not alive_of({k: v for k, v in procs.items()
+                                                                     if v[1] in ("grandchild", "daemon")})
+            assert "evaluator CLI" in survivors and home.is_dir() and records[0].exists(), \
+                "leftovers exist before the next start"
 
             async with sidecar(data, logs) as third:
                 await until(lambda: not alive_of(procs), SWEEP_S, f"the dead sidecar's children swept at the next start ({alive_of(procs)})")
