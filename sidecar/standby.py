@@ -39,17 +39,19 @@ PROJECT_FILES = (".claude/settings.json", ".claude/settings.local.json", ".mcp.j
 PROJECT_DIRS = (".claude/agents", ".claude/commands", ".claude/skills", ".claude/output-styles")
 
 
-def _stat(path: Path) -> tuple[int, int, int] | None:
+def _stat(path: Path) -> tuple[int, int, int, int, int] | None:
     try:
         st = path.stat()
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
+    # The change time too: no one but root can set it back, so a file swapped while the CLI read it and then
+    # restored (content, size, mtime and inode as before) still changes the fingerprint.
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
 def files_fingerprint(project: Path, user_files: list[Path]) -> str:
-    """A digest of the (mtime, size, inode) of every file the CLI reads at its start: any edit, addition or removal
-    changes it."""
+    """A digest of the (mtime, ctime, size, inode, device) of every file the CLI reads at its start: any edit,
+    addition or removal changes it, an edit undone afterwards too."""
     seen: list[Any] = []
     for rel in PROJECT_FILES:
         seen.append((rel, _stat(project / rel)))
