@@ -35,9 +35,11 @@ Dialect = Literal["orion", "acp"]
 EXT_PREFIX = "_orion/"
 # Names an ACP connection reaches without the prefix besides ACP's own: the handshake, and `exit` (a notification).
 _ACP_SHARED = frozenset({"initialize", "exit"})
-# What the agent's tools ask an ACP client that offered its files and terminals.
+# What the agent's tools ask an ACP client that offered its files and terminals, or forms (AskUserQuestion's
+# questions: sidecar/ask_user.py); ACP's own shapes, sent as built.
 ACP_CLIENT_TOOL_REQUESTS = frozenset({"fs/read_text_file", "fs/write_text_file", "terminal/create", "terminal/output",
-                                      "terminal/wait_for_exit", "terminal/release", "terminal/kill"})
+                                      "terminal/wait_for_exit", "terminal/release", "terminal/kill",
+                                      "elicitation/create"})
 ACP_REDEFINED = frozenset({"session/new", "session/prompt", "session/cancel", "session/list", "session/prepare"})
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sidecar.agent import PermissionAnswer
+from sidecar.ask_user import TOOL as ASK_TOOL
+from sidecar.ask_user import answers_from, form_for
 
 # What Claude Code tells the model when its user rejects a tool call in the permission dialog (CLI 2.1.330's words).
 USER_REJECTED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
@@ -38,6 +40,8 @@ class PermissionBroker:
     always_rejected: set[str] = field(default_factory=set)
     # tool_use_id -> the exact input the user allowed when a hook asked about that call (answered once, below)
     approved_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The client shows forms (ACP `elicitation/create`): AskUserQuestion goes to it as one (sidecar/ask_user.py).
+    forms: bool = False
 
     def approve_call(self, tool_use_id: str | None, tool_input: dict[str, Any]) -> None:
         """The user allowed this call when a hook asked: the CLI's own permission check for it is answered yes
@@ -57,6 +61,10 @@ class PermissionBroker:
         approved = self.approved_calls.pop(tool_use_id, None) if tool_use_id and not from_hook else None
         if approved is not None and approved == tool_input:
             return PermissionAnswer(True)
+        if tool_name == ASK_TOOL and self.forms and not from_hook:
+            form = form_for(tool_input, self.session_id, tool_use_id)
+            if form is not None:
+                return await self._ask_user(tool_input, form)
         # A hook that asks about this very call outranks a standing "always allow"; a standing reject still holds.
         if tool_name in self.always_allowed and not from_hook:
             return PermissionAnswer(True)
@@ -89,6 +97,30 @@ class PermissionBroker:
             log.warning("permission request for %s failed: %s", tool_name, exc)
             return PermissionAnswer(False, message=f"Permission to use {tool_name} could not be obtained ({exc}).")
         return self._interpret(tool_name, answer)
+
+    async def _ask_user(self, tool_input: dict[str, Any], form: dict[str, Any]) -> PermissionAnswer:
+        """The model's questions as a form; the answers go back in the allowed input, as Claude Code's own dialog
+        puts them (the CLI hands them to the model as the tool's result)."""
+        try:
+            answer = await self.request("elicitation/create", form, self.timeout_s)
+        except TimeoutError:
+            return PermissionAnswer(False, message=(
+                f"The user did not answer within {self.timeout_s:g} seconds. Do not ask again; go on with what "
+                "you know, or stop and say what you need."))
+        except Exception as exc:  # the client failed the request: nothing was answered
+            log.warning("AskUserQuestion: the client's form failed: %s", exc)
+            return PermissionAnswer(False, message=f"The question could not be shown to the user ({exc}).")
+        if hasattr(answer, "model_dump"):
+            answer = answer.model_dump(by_alias=True)
+        action = answer.get("action") if isinstance(answer, dict) else None
+        if action == "accept":
+            answers = answers_from(tool_input, answer.get("content"))
+            if answers is not None:
+                return PermissionAnswer(True, updated_input={**tool_input, "answers": answers})
+            return PermissionAnswer(False, message="The user sent the form without answering every question.")
+        if action == "decline":
+            return PermissionAnswer(False, message="The user declined to answer these questions.")
+        return PermissionAnswer(False, message="The user dismissed the questions without answering.")
 
     def _interpret(self, tool_name: str, answer: Any) -> PermissionAnswer:
         if hasattr(answer, "model_dump"):

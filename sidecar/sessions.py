@@ -462,6 +462,10 @@ class SessionManager:
         context.box = for_session(sandbox, lambda: runner.hookset.trusted, hook_env_names(hookset.entries),
                                   lambda: runner.hookset.entries)
         broker = PermissionBroker(sid, self._request, self.settings.permission_timeout_s)
+        if client_capabilities:  # an ACP client that shows forms gets the model's questions as one
+            from sidecar.ask_user import client_offers_forms
+
+            broker.forms = client_offers_forms(client_capabilities)
         bridge = RunnerBridge(runner, context, broker)
 
         async def on_update(update: dict[str, Any]) -> None:
