@@ -99,6 +99,9 @@ class PermissionAnswer:
     updated_input: dict[str, Any] | None = None
     message: str = ""  # the model sees this when allow is False
     interrupt: bool = False  # deny and also stop the turn
+    # Allow and switch the session's permission mode with it (a plan approved: "acceptEdits" or "default"), through
+    # the CLI's own permission update, so the CLI leaves plan mode for that mode and not for the one before it.
+    set_mode: str | None = None
 
 
 class PermissionAsker(Protocol):
@@ -245,6 +248,9 @@ class AgentSession:
         self._cancelled = False
         self._prompt_blocked = False
         self._denied: set[str] = set()
+        # The plan the model gave ExitPlanMode, by tool call: the CLI hands the permission check the call without it
+        # (it reads the plan from its plan file), and the user approves the plan, so the request shows it.
+        self._plans: dict[str, str] = {}
         self._pending_compact_trigger: str | None = None
         self.cli_session_id: str | None = None
         self.cli_pid: int | None = None
@@ -565,6 +571,10 @@ class AgentSession:
                 if isinstance(block, ToolUseBlock):
                     if trace is not None:
                         trace.start_tool(block.id, block.name)
+                    if block.name == "ExitPlanMode" and isinstance(block.input.get("plan"), str):
+                        self._plans[block.id] = block.input["plan"]
+                        while len(self._plans) > 16:
+                            self._plans.pop(next(iter(self._plans)))
                     await self._emit(
                         self._with_parent(
                             {"sessionUpdate": "tool_call", "toolUseId": block.id, "name": block.name, "input": block.input},
@@ -679,8 +689,17 @@ class AgentSession:
         from claude_agent_sdk.types import PermissionResultAllow, PermissionResultDeny
 
         tool_use_id = getattr(context, "tool_use_id", None)
+        if tool_name == "ExitPlanMode" and not tool_input.get("plan") and tool_use_id in self._plans:
+            tool_input = {**tool_input, "plan": self._plans.pop(tool_use_id)}  # shown to the user; the CLI keeps its own
         answer = await self._asker.ask(tool_name, tool_input, tool_use_id, getattr(context, "decision_reason", None),
                                        suggestions=_suggestions_json(getattr(context, "suggestions", None)))
+        if answer.allow and answer.set_mode:
+            from claude_agent_sdk.types import PermissionUpdate
+
+            self.config.permission_mode = answer.set_mode
+            await self._emit({"sessionUpdate": "current_mode_update", "currentModeId": answer.set_mode})
+            return PermissionResultAllow(updated_input=answer.updated_input, updated_permissions=[
+                PermissionUpdate(type="setMode", mode=answer.set_mode, destination="session")])  # type: ignore[arg-type]
         if answer.allow:
             return PermissionResultAllow(updated_input=answer.updated_input)
         if tool_use_id:

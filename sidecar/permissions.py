@@ -27,6 +27,17 @@ PERMISSION_OPTIONS: list[dict[str, str]] = [
     {"optionId": "reject_always", "name": "Always reject this tool in this session", "kind": "reject_always"},
 ]
 _OPTION_IDS = frozenset(o["optionId"] for o in PERMISSION_OPTIONS)
+# Claude Code's plan approval (ExitPlanMode): the same option ids, the dialog's own choices; each allow also says
+# which mode the session goes on in.
+PLAN_TOOL = "ExitPlanMode"
+PLAN_OPTIONS: list[dict[str, str]] = [
+    {"optionId": "allow_always", "name": "Yes, and auto-accept edits", "kind": "allow_always"},
+    {"optionId": "allow_once", "name": "Yes, and manually approve edits", "kind": "allow_once"},
+    {"optionId": "reject_once", "name": "No, keep planning", "kind": "reject_once"},
+]
+PLAN_MODES = {"allow_always": "acceptEdits", "allow_once": "default"}
+PLAN_REJECTED = ("The user doesn't want to proceed with this plan yet. Stay in plan mode: ask what they would change, "
+                 "or revise the plan.")
 
 
 @dataclass(slots=True)
@@ -72,15 +83,18 @@ class PermissionBroker:
             return PermissionAnswer(False, message=f"The user rejected every use of {tool_name} in this session.")
         from sidecar.acp.tools import tool_title
 
+        plan = tool_name == PLAN_TOOL and not from_hook
         params: dict[str, Any] = {
             "sessionId": self.session_id,
             "toolUseId": tool_use_id or "",
             "toolName": tool_name,
             "toolInput": tool_input,  # exactly what will run
             "title": tool_title(tool_name, tool_input),  # what the agent asked for, as a person reads it
-            "options": PERMISSION_OPTIONS,
+            "options": PLAN_OPTIONS if plan else PERMISSION_OPTIONS,
         }
-        if reason:
+        if plan and isinstance(tool_input.get("plan"), str) and tool_input["plan"].strip():
+            params["reason"] = tool_input["plan"]  # what the user approves: the plan itself, shown in the request
+        elif reason:
             params["reason"] = str(reason)
         try:
             answer = await self.request("session/request_permission", params, self.timeout_s)
@@ -96,7 +110,18 @@ class PermissionBroker:
         except Exception as exc:  # the frontend is gone or answered with an error: never run the tool
             log.warning("permission request for %s failed: %s", tool_name, exc)
             return PermissionAnswer(False, message=f"Permission to use {tool_name} could not be obtained ({exc}).")
+        if plan:
+            return self._interpret_plan(answer)
         return self._interpret(tool_name, answer)
+
+    def _interpret_plan(self, answer: Any) -> PermissionAnswer:
+        if hasattr(answer, "model_dump"):
+            answer = answer.model_dump(by_alias=True)
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        option = outcome.get("optionId") if isinstance(outcome, dict) else None
+        if isinstance(outcome, dict) and outcome.get("outcome") == "selected" and option in PLAN_MODES:
+            return PermissionAnswer(True, set_mode=PLAN_MODES[option])
+        return PermissionAnswer(False, message=PLAN_REJECTED)
 
     async def _ask_user(self, tool_input: dict[str, Any], form: dict[str, Any]) -> PermissionAnswer:
         """The model's questions as a form; the answers go back in the allowed input, as Claude Code's own dialog

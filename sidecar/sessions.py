@@ -469,6 +469,12 @@ class SessionManager:
         bridge = RunnerBridge(runner, context, broker)
 
         async def on_update(update: dict[str, Any]) -> None:
+            if update.get("sessionUpdate") == "current_mode_update":  # the agent left plan mode (a plan approved)
+                live = self._sessions.get(sid)
+                if live is not None:
+                    live.permission_mode = str(update.get("currentModeId"))
+                await anyio.to_thread.run_sync(functools.partial(self.index.current, sid,
+                                                                 permissionMode=update.get("currentModeId")))
             await notify("session/update", {"sessionId": sid, "update": update})
 
         servers, disallowed, client_tools = dict(mcp_servers or {}), [], {}

@@ -59,6 +59,8 @@ def tool_title(name: str, tool_input: dict[str, Any]) -> str:
         return _short(f"Search the web: {get('query')}")
     if name == "TodoWrite":
         return "Update the plan"
+    if name == "ExitPlanMode":
+        return "Ready to code?"
     if name in ("Task", "Agent") and get("description"):
         return _short(str(get("description")))
     if name.startswith("mcp__"):
