@@ -523,6 +523,10 @@ class ResultUpdate(WireModel):
     cost_usd: float | None = None
     duration_ms: int
     num_turns: int
+    # How full the conversation is after the turn (the last model request's tokens, its answer included) and the
+    # model's context window, as the CLI reports them (ACP clients get them as `usage_update`).
+    context_used: int | None = None
+    context_size: int | None = None
 
 
 class CurrentModeUpdate(WireModel):

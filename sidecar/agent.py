@@ -161,6 +161,10 @@ class TurnResult:
     duration_ms: int = 0
     num_turns: int = 0
     is_error: bool = False
+    # What the conversation holds after the turn (the last model request's tokens, its answer included) and the
+    # model's context window, as the CLI reports them; None when it reported none.
+    context_used: int | None = None
+    context_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -172,10 +176,31 @@ class TurnResult:
             "durationMs": self.duration_ms,
             "numTurns": self.num_turns,
             "isError": self.is_error,
+            "contextUsed": self.context_used,
+            "contextSize": self.context_size,
         }
 
 
 # --------------------------------------------------------------------------- pure helpers
+
+
+def _tokens_in(usage: dict[str, Any]) -> int | None:
+    """A model request's whole context: what it read (fresh, cached, written to cache) and what it wrote."""
+    keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
+    try:
+        total = sum(int(usage.get(key) or 0) for key in keys)
+    except (TypeError, ValueError):
+        return None
+    return total if any(key in usage for key in keys) else None
+
+
+def _context_window(model_usage: Any) -> int | None:
+    """The largest context window among the models the turn used (the CLI's `modelUsage[*].contextWindow`)."""
+    if not isinstance(model_usage, dict):
+        return None
+    sizes = [m.get("contextWindow") for m in model_usage.values() if isinstance(m, dict)]
+    sizes = [int(n) for n in sizes if isinstance(n, (int, float)) and n > 0]
+    return max(sizes) if sizes else None
 
 
 def to_sdk_hook_output(output: dict[str, Any] | None) -> dict[str, Any]:
@@ -251,6 +276,7 @@ class AgentSession:
         # The plan the model gave ExitPlanMode, by tool call: the CLI hands the permission check the call without it
         # (it reads the plan from its plan file), and the user approves the plan, so the request shows it.
         self._plans: dict[str, str] = {}
+        self._last_usage: dict[str, Any] = {}  # the main agent's last model answer's usage (what the context holds)
         self._pending_compact_trigger: str | None = None
         self.cli_session_id: str | None = None
         self.cli_pid: int | None = None
@@ -531,6 +557,8 @@ class AgentSession:
             result_text=message.result or "",
             usage=dict(message.usage or {}),
             cost_usd=message.total_cost_usd,
+            context_used=_tokens_in(self._last_usage) if self._last_usage else _tokens_in(message.usage or {}),
+            context_size=_context_window(getattr(message, "model_usage", None)),
             duration_ms=message.duration_ms,
             num_turns=message.num_turns,
             is_error=bool(message.is_error) and not self._cancelled,
@@ -567,6 +595,8 @@ class AgentSession:
                 elif delta.get("type") == "thinking_delta":
                     await self._emit(self._with_parent({"sessionUpdate": "agent_thought_chunk", "text": delta.get("thinking", "")}, message))
         elif isinstance(message, AssistantMessage):
+            if message.parent_tool_use_id is None and isinstance(message.usage, dict) and message.usage:
+                self._last_usage = message.usage
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
                     if trace is not None:

@@ -152,7 +152,17 @@ class AcpDialect:
             notice = {k: update[k] for k in ("level", "source", "hookName", "event") if update.get(k) is not None}
             return [{"sessionUpdate": "agent_message_chunk", "content": _text(update.get("text", "") + "\n"),
                      "_meta": {"orion": {"notice": notice}}}]
-        # `result` (the prompt's answer carries it) and any kind ACP has no word for.
+        if kind == "result":
+            # The prompt's answer carries the turn's usage; the session's standing (how full the context is, what
+            # the session has cost) is ACP's usage_update.
+            used, size = update.get("contextUsed"), update.get("contextSize")
+            if isinstance(used, int) and isinstance(size, int):
+                body: dict[str, Any] = {"sessionUpdate": "usage_update", "used": used, "size": size}
+                if isinstance(update.get("costUsd"), (int, float)):
+                    body["cost"] = {"amount": float(update["costUsd"]), "currency": "USD"}
+                return [body]
+            return []
+        # Any kind ACP has no word for.
         return []
 
     # ------------------------------------------------------------------ requests
