@@ -561,9 +561,17 @@ class NoticeUpdate(WireModel):
     tool_use_id: str | None = None
 
 
+class SessionInfoUpdate(WireModel):
+    """The session got its title (its first prompt's first line, redacted, as `session/list` shows it)."""
+
+    session_update: Literal["session_info_update"]
+    title: str | None = None
+    updated_at: str | None = None
+
+
 SessionUpdateBody = Annotated[
     Union[UserMessageUpdate, AgentMessageChunkUpdate, AgentThoughtChunkUpdate, ToolCallUpdate, ToolCallStatusUpdate,
-          ResultUpdate, CurrentModeUpdate, AvailableCommandsUpdate, NoticeUpdate],
+          ResultUpdate, CurrentModeUpdate, AvailableCommandsUpdate, NoticeUpdate, SessionInfoUpdate],
     Field(discriminator="session_update"),
 ]
 

@@ -106,25 +106,30 @@ class SessionIndex:
             entry.setdefault("current", {}).update(choices)
             self._write(sessions)
 
-    def touch(self, session_id: str, prompt: str | None = None) -> None:
-        """A prompt ran: the session moves up the list; its first prompt names it."""
+    def touch(self, session_id: str, prompt: str | None = None) -> dict[str, str] | None:
+        """A prompt ran: the session moves up the list; its first prompt names it. Returns {title, updatedAt} when
+        this prompt gave the session its title (None otherwise)."""
         last = self._touched.get(session_id)
         if last is not None and time.monotonic() - last < TOUCH_EVERY_S:
-            return
+            return None
+        named = None
         with self._locked():
             sessions = self._read()
             entry = sessions.get(session_id)
             if entry is None:
-                return
+                return None
             entry["updatedAt"] = _now()
             if prompt and not entry.get("title"):
                 entry["title"] = title_of(prompt)
+                if entry["title"]:
+                    named = {"title": entry["title"], "updatedAt": entry["updatedAt"]}
             self._write(sessions)
         if entry.get("title"):  # until a prompt has named it, every prompt writes
             self._touched.pop(session_id, None)
             self._touched[session_id] = time.monotonic()
             if len(self._touched) > MAX_SESSIONS:
                 self._touched.pop(next(iter(self._touched)))
+        return named
 
     def get(self, session_id: str) -> dict[str, Any] | None:
         with self._lock:

@@ -682,7 +682,10 @@ class SessionManager:
 
         async def touch_index() -> None:
             with contextlib.suppress(OSError):
-                await anyio.to_thread.run_sync(self.index.touch, session_id, text)
+                named = await anyio.to_thread.run_sync(self.index.touch, session_id, text)
+                if named is not None:  # the first prompt named the session: the client's list can show it
+                    await self._notify("session/update", {"sessionId": session_id, "update": {
+                        "sessionUpdate": "session_info_update", **named}})
 
         try:
             # The index write (an fsync) runs beside the turn, not before it: nothing in the turn reads it, and

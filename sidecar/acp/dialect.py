@@ -143,6 +143,9 @@ class AcpDialect:
             return [body]
         if kind == "current_mode_update":
             return [{"sessionUpdate": "current_mode_update", "currentModeId": update["currentModeId"]}]
+        if kind == "session_info_update":
+            return [{"sessionUpdate": "session_info_update",
+                     **{k: update[k] for k in ("title", "updatedAt") if update.get(k) is not None}}]
         if kind == "available_commands_update":
             return [{"sessionUpdate": "available_commands_update", "availableCommands": update["availableCommands"]}]
         if kind == "notice":

@@ -1,6 +1,7 @@
 """After each prompt an ACP client hears how full the conversation is and what the session has cost
-(`usage_update`), through the official ACP Python SDK: the tokens of the last model request (its answer included),
-the model's context window as the CLI reports it, and the cost in USD."""
+(`usage_update`), and once, after the first, the session's title (`session_info_update`), through the official
+ACP Python SDK: the tokens of the last model request, the model's context window as the CLI reports it, the cost
+in USD; the title as `session/list` shows it."""
 
 from __future__ import annotations
 
@@ -43,4 +44,6 @@ async def test_each_answered_prompt_is_followed_by_a_usage_update(tmp_path: Path
     assert 1300 + 3000 <= second["used"] <= 1300 + 3000 + 30 and second["used"] > first["used"]
     assert first["cost"]["currency"] == "USD" and second["cost"]["amount"] >= first["cost"]["amount"] >= 0
     assert len(model_requests(tmp_path, "growing")) >= 2
+    [info] = client.of_kind("session_info_update")  # named once, by its first prompt
+    assert info["title"] == "hello" and info["updatedAt"]
     assert sdk_errors == []
