@@ -131,6 +131,8 @@ class RunnerBridge:
         A start after `/compact` or `/clear`, and the end before `/clear`, are the CLI's alone."""
         if event == "SessionStart":
             return payload.get("source") not in ("startup", "resume")
+        if event == "InstructionsLoaded":  # the session-start loads are the sidecar's (sessions.instructions_loaded)
+            return payload.get("load_reason") != "session_start"
         if event == "SessionEnd":
             return payload.get("reason") == "clear"
         return True

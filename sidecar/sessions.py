@@ -552,6 +552,16 @@ class SessionManager:
                     tg.cancel_scope.cancel()  # the CLI that was booting goes (agent.start closes it)
                     return
                 phases.mark("built-in hooks")
+                if built.hookset.active_for("InstructionsLoaded"):
+                    # The memory files the CLI loads as it starts, each with its InstructionsLoaded before the
+                    # SessionStart hooks, as the CLI fires them (its own call comes while it boots, before the SDK
+                    # may have registered the callback: it is not counted, sidecar/hook_bridge.py).
+                    for path, memory_type in await anyio.to_thread.run_sync(
+                            session_start_memory, built.project, list(built.settings["sources"]),
+                            context.cli_config_dir):
+                        await runner.fire("InstructionsLoaded", sidecar_payload(
+                            "InstructionsLoaded", context, file_path=str(path), memory_type=memory_type,
+                            load_reason="session_start"), context)
                 start = await runner.fire(
                     "SessionStart",
                     sidecar_payload("SessionStart", context, source="resume" if resume else "startup",
@@ -907,6 +917,23 @@ def _weakens(option: str, value: Any) -> bool:
     if option == "permissionMode":
         return value in _WEAKER_MODES
     return False
+
+
+def session_start_memory(project: Path, sources: list[str], config_dir: Path | None) -> list[tuple[Path, str]]:
+    """The memory files Claude Code loads when a session starts, in its order, with its `memory_type`: the user's
+    `CLAUDE.md` in the CLI's config dir ("User", with the user source), then from the file system's root down to the
+    project each folder's `CLAUDE.md` and `.claude/CLAUDE.md` ("Project", with the project source) and
+    `CLAUDE.local.md` ("Local", with the local source). Recorded on the bundled CLI: `event_instructions_loaded`."""
+    found: list[tuple[Path, str]] = []
+    if "user" in sources and config_dir is not None and (config_dir / "CLAUDE.md").is_file():
+        found.append((config_dir / "CLAUDE.md", "User"))
+    folders = [*reversed(project.parents), project]
+    for folder in folders:
+        if "project" in sources:
+            found += [(folder / rel, "Project") for rel in ("CLAUDE.md", ".claude/CLAUDE.md") if (folder / rel).is_file()]
+        if "local" in sources and (folder / "CLAUDE.local.md").is_file():
+            found.append((folder / "CLAUDE.local.md", "Local"))
+    return found
 
 
 def sidecar_payload(event: str, context: SessionContext, **extra: Any) -> dict[str, Any]:

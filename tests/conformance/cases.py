@@ -265,9 +265,12 @@ CASES: list[Case] = [
 
 CASES += [
     # ---------------------------------------------------------------- more of the CLI's events (docs/FIDELITY.md)
-    # InstructionsLoaded (CLAUDE.md at session start) is fired by the CLI while it boots: through the SDK it reaches
-    # the sidecar only when the SDK's initialize (which registers the callback) came first, so whether it arrives
-    # depends on timing (measured both ways on this machine); its case is left out (docs/FIDELITY.md).
+    # InstructionsLoaded (CLAUDE.md at session start): the CLI fires it while it boots, and through the SDK it
+    # reaches a callback only when the SDK's initialize came first (measured both ways); the sidecar fires the
+    # session-start loads itself, at the CLI's moment and with its input (docs/FIDELITY.md).
+    Case("event_instructions_loaded", {"InstructionsLoaded": [(None, ["loaded"])], "SessionStart": [(None, ["start"])]},
+         files={"CLAUDE.md": "Project rules: keep answers short.\n", ".claude/CLAUDE.md": "More rules.\n"},
+         turns=[FINAL]),
     Case("event_subagent_start_stop", {"SubagentStart": [(None, ["substart"])], "SubagentStop": [(None, ["substop"])],
                                        "PreToolUse": [(None, ["pre"])]},
          turns=[[{"tool_use": {"name": "Agent", "input": {"description": "look around", "prompt": "Say hello.",
