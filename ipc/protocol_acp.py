@@ -56,6 +56,9 @@ class McpCapabilities(AcpModel):
 
 class SessionCapabilities(AcpModel):
     list: dict[str, Any] | None = None
+    close: dict[str, Any] | None = None
+    delete: dict[str, Any] | None = None
+    resume: dict[str, Any] | None = None
 
 
 class AgentCapabilities(AcpModel):
@@ -223,6 +226,12 @@ class AcpListSessionsResult(AcpModel):
 class SetModeParams(AcpModel):
     session_id: str
     mode_id: str
+
+
+class AcpSessionRef(AcpModel):
+    """ACP `session/close`, `session/delete`: the session meant."""
+
+    session_id: str
 
 
 class AcpCancelParams(AcpModel):

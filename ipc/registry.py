@@ -137,6 +137,13 @@ ACP_METHODS: dict[str, MethodSpec] = dict([
        "CLI's start)."),
     _m("session/load", "AcpLoadSessionParams", "AcpLoadSessionResult",
        "Resume a past session by id: its history streams as `session/update`s before the answer."),
+    _m("session/resume", "AcpLoadSessionParams", "AcpLoadSessionResult",
+       "Resume a past session by id, as `session/load` but without replaying its history (the client has it)."),
+    _m("session/close", "AcpSessionRef", "AcpEmpty",
+       "End a live session (its SessionEnd hooks run, its CLI goes); it stays in `session/list` and can be loaded."),
+    _m("session/delete", "AcpSessionRef", "AcpEmpty",
+       "Take a session off `session/list` for good (ended first if live), with what Orion kept of it (its index "
+       "entry, tracking files, a scripted session's CLI home and transcript); Claude Code's own transcripts stay."),
     _m("session/list", "AcpListSessionsParams", "AcpListSessionsResult",
        "Sessions this sidecar knows (live and past), newest first, optionally only those of `cwd`."),
     _m("session/set_mode", "SetModeParams", "AcpEmpty",

@@ -131,6 +131,16 @@ class SessionIndex:
                 self._touched.pop(next(iter(self._touched)))
         return named
 
+    def remove(self, session_id: str) -> bool:
+        """Drop a session's entry (session/delete); False when there was none."""
+        with self._locked():
+            sessions = self._read()
+            if sessions.pop(session_id, None) is None:
+                return False
+            self._write(sessions)
+        self._touched.pop(session_id, None)
+        return True
+
     def get(self, session_id: str) -> dict[str, Any] | None:
         with self._lock:
             return self._read().get(session_id)

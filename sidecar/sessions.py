@@ -324,9 +324,10 @@ class SessionManager:
 
     async def load(self, session_id: str, project_dir: str, overrides: dict[str, Any],
                    mcp_servers: dict[str, Any] | None = None,
-                   client_capabilities: dict[str, Any] | None = None) -> tuple[Session, HookSet]:
-        """Resume a past session (by the options it was started with, `overrides` on top) and replay its history
-        to the frontend as `session/update`s: the user's prompts, the agent's messages, its tool calls and results."""
+                   client_capabilities: dict[str, Any] | None = None, *, replay: bool = True) -> tuple[Session, HookSet]:
+        """Resume a past session (by the options it was started with, `overrides` on top) and, unless `replay` is
+        False (ACP's `session/resume`: the client has the history), replay its history to the frontend as
+        `session/update`s: the user's prompts, the agent's messages, its tool calls and results."""
         from sidecar.transcript import history_updates
 
         hook_paths.validate_session_id(session_id)
@@ -359,10 +360,34 @@ class SessionManager:
         )
         if current.get("model") and overrides.get("model") is None and current["model"] != session.current_model:
             await self.set_model(session_id, current["model"])
-        updates = await anyio.to_thread.run_sync(history_updates, Path(transcript_path(session.context)))
-        for update in updates:
-            await self._notify("session/update", {"sessionId": session_id, "update": update})
+        if replay:
+            updates = await anyio.to_thread.run_sync(history_updates, Path(transcript_path(session.context)))
+            for update in updates:
+                await self._notify("session/update", {"sessionId": session_id, "update": update})
         return session, hookset
+
+    async def delete(self, session_id: str) -> None:
+        """Take a session off the list for good: a live one is ended first (its SessionEnd hooks run), then its
+        entry in Orion's index and what Orion kept of it (its tracking files, a scripted session's CLI home) go.
+        The user's own Claude Code transcripts of a real-model session stay: they are the CLI's, not Orion's."""
+        hook_paths.validate_session_id(session_id)
+        if session_id in self._sessions:
+            await self.end(session_id, "other")
+        known = await anyio.to_thread.run_sync(self.index.get, session_id)
+        if known is None and session_id not in self._ended:
+            raise ResourceNotFound(f"no session {session_id} in this sidecar's records", data={"sessionId": session_id})
+        self._ended.pop(session_id, None)
+        await anyio.to_thread.run_sync(self._forget, session_id)
+
+    def _forget(self, session_id: str) -> None:
+        from sidecar.reaper import HOMES_DIR
+
+        self.index.remove(session_id)
+        data = self.settings.data_dir
+        for folder in (hook_paths.data_dir() / "sessions" / session_id, data / HOMES_DIR / session_id):
+            shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            (data / "transcripts" / f"{session_id}.jsonl").unlink()  # a scripted session's archived transcript
 
     async def _create(self, sid: str, request: SessionRequest, *, resume: bool = False,
                       may_take_over: bool = False, traceparent: str | None = None) -> tuple[Session, HookSet]:

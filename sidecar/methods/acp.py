@@ -79,7 +79,7 @@ def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpIniti
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}},
+            "sessionCapabilities": {"list": {}, "close": {}, "delete": {}, "resume": {}},
         },
         "authMethods": [
             {"id": CLAUDE_AUTH, "name": "Claude credentials",
@@ -214,6 +214,32 @@ def register(app: SidecarApp) -> None:
             "modes": mode_state(session.permission_mode).wire(),
             "configOptions": config_options(session), "_meta": _session_meta(session, hookset),
         })
+
+    @app.method("session/resume", acp=True)
+    async def session_resume(params: p.AcpLoadSessionParams, call: CallContext) -> p.AcpLoadSessionResult:
+        """`session/load` without the history replayed: the client already shows it."""
+        options = orion_options(params.meta)
+        session, hookset = await session_manager(app).load(
+            params.session_id, _absolute_dir(params.cwd), options.model_dump(by_alias=True),
+            mcp_servers=sdk_mcp_servers(params.mcp_servers),
+            client_capabilities=app.acp.client_capabilities if app.acp else None, replay=False,
+        )
+        return p.AcpLoadSessionResult.model_validate({
+            "modes": mode_state(session.permission_mode).wire(),
+            "configOptions": config_options(session), "_meta": _session_meta(session, hookset),
+        })
+
+    @app.method("session/close", acp=True)
+    async def session_close(params: p.AcpSessionRef, call: CallContext) -> p.AcpEmpty:
+        """End a live session (its SessionEnd hooks run, its CLI goes); it stays listed and can be loaded again."""
+        await session_manager(app).end(params.session_id, "other")
+        return p.AcpEmpty()
+
+    @app.method("session/delete", acp=True)
+    async def session_delete(params: p.AcpSessionRef, call: CallContext) -> p.AcpEmpty:
+        """Take a session off `session/list` for good (ended first if live), with what Orion kept of it."""
+        await session_manager(app).delete(params.session_id)
+        return p.AcpEmpty()
 
     @app.method("session/list", acp=True)
     async def session_list(params: p.AcpListSessionsParams, call: CallContext) -> p.AcpListSessionsResult:

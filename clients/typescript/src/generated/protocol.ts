@@ -447,6 +447,9 @@ export interface SandboxStatusEvent {
 export interface SessionCapabilities {
   _meta?: Record<string, unknown>;
   list?: Record<string, unknown>;
+  close?: Record<string, unknown>;
+  delete?: Record<string, unknown>;
+  resume?: Record<string, unknown>;
 }
 
 export interface SessionEndResult {
@@ -593,6 +596,12 @@ export interface AcpPromptParams {
   _meta?: Record<string, unknown> | null;
   sessionId: string;
   prompt: (TextContentInput | ImageContentInput | AudioContentInput | ResourceLinkInput | EmbeddedResourceInput)[];
+}
+
+/** ACP `session/close`, `session/delete`: the session meant. */
+export interface AcpSessionRef {
+  _meta?: Record<string, unknown> | null;
+  sessionId: string;
 }
 
 export interface AudioContentInput {
@@ -797,6 +806,9 @@ export interface AcpMethods {
   "session/new": { params: AcpNewSessionParams; result: AcpNewSessionResult };
   "_orion/session/prepare": { params: AcpNewSessionParams; result: SessionPrepareResult };
   "session/load": { params: AcpLoadSessionParams; result: AcpLoadSessionResult };
+  "session/resume": { params: AcpLoadSessionParams; result: AcpLoadSessionResult };
+  "session/close": { params: AcpSessionRef; result: AcpEmpty };
+  "session/delete": { params: AcpSessionRef; result: AcpEmpty };
   "session/list": { params: AcpListSessionsParams; result: AcpListSessionsResult };
   "session/set_mode": { params: SetModeParams; result: AcpEmpty };
   "session/set_config_option": { params: SetConfigOptionParams; result: SetConfigOptionResult };
