@@ -59,6 +59,7 @@ class SessionCapabilities(AcpModel):
     close: dict[str, Any] | None = None
     delete: dict[str, Any] | None = None
     resume: dict[str, Any] | None = None
+    additional_directories: dict[str, Any] | None = None
 
 
 class AgentCapabilities(AcpModel):

@@ -149,6 +149,8 @@ class AgentConfig:
     # Claude Code plugins the CLI must not load (flag settings `enabledPlugins: false`, which outrank every settings
     # file): a project's plugin before the project is trusted, a user's plugin changed since it was trusted.
     disabled_plugins: list[str] = field(default_factory=list)
+    # The client's other workspace folders (ACP `additionalDirectories`): the CLI's `--add-dir`.
+    add_dirs: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -354,6 +356,7 @@ class AgentSession:
         env, cli_path = self._cli_env_and_path()
         return ClaudeAgentOptions(
             cwd=str(cfg.project_dir),
+            add_dirs=list(cfg.add_dirs),
             env=env,
             model=cfg.model,
             permission_mode=cfg.permission_mode,  # type: ignore[arg-type]

@@ -290,11 +290,15 @@ def plan(
     home: Path | None = None,
     settings: BoxSettings | None = None,
     extra_writable: Iterable[Path] = (),
+    roots: Iterable[Path] = (),
 ) -> BoxPlan:
     """The boundary of a session whose CLI runs in `project` with `cli_env`.
 
     `orion_dirs`: Orion's data directories and settings directory (never readable inside); `home`: the user's
     home, where the credential stores are (the sidecar's, not the CLI's: a scripted session's CLI has its own).
+    `roots`: the client's other workspace folders (ACP `additionalDirectories`): writable like the project, with the
+    same read-only places inside (hook machinery, git's hooks and config, secrets files); one that is or holds a
+    place the box hides is refused.
     """
     settings = settings or BoxSettings()
     home_dir = _resolved(home or Path.home())
@@ -305,9 +309,12 @@ def plan(
     session_owned = cli_home != home_dir and any(_under(cli_home, d) for d in orion)
 
     extra: list[str | Path] = [*extra_writable, *settings.writable_paths]
-    writable = [project_dir, *(_resolved(p) for p in extra)]
-    read_only = [os.path.join(project_dir, name) for name in PROJECT_READ_ONLY]
-    read_only += _git_code_paths(project_dir) + _secret_files(project_dir)
+    workspace = [project_dir, *dict.fromkeys(_resolved(r) for r in roots)]
+    writable = [*workspace, *(_resolved(p) for p in extra)]
+    read_only = []
+    for root in workspace:
+        read_only += [os.path.join(root, name) for name in PROJECT_READ_ONLY]
+        read_only += _git_code_paths(root) + _secret_files(root)
     create: list[str] = []
     why: dict[str, str] = {}
     for path in orion:
@@ -325,6 +332,12 @@ def plan(
     why.setdefault(_resolved(os.path.join(home_dir, ".claude")), "the user's Claude Code home: other sessions' "
                    "transcripts, the user's settings and hooks")
     why.setdefault(_resolved(os.path.join(home_dir, ".claude.json")), "the user's Claude Code state")
+    for root in workspace[1:]:
+        held = [p for p in why if _under(p, root) and _kind(p) is not None]
+        if root in (home_dir, "/") or held:
+            what = f"{held[0]} ({why[held[0]]})" if held else "the whole home or file system"
+            raise BoundaryError(f"additional directory {root} cannot be a workspace folder: it holds {what}, which "
+                                "the session's boundary keeps out of reach")
 
     if session_owned:
         # A CLI home of this session's own (scripted sessions, inside Orion's data dir): all of it is writable.

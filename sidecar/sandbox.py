@@ -124,6 +124,7 @@ def decide(
     cli_env: dict[str, str] | None = None,
     orion_dirs: list[Path] | None = None,
     user_settings: Path | None = None,
+    roots: tuple[Path, ...] = (),
 ) -> SandboxStatus:
     """The session's boundary: on where the platform has one (mode auto), off only when the app says so.
 
@@ -145,7 +146,7 @@ def decide(
     env = cli_env or {}
     try:
         settings = box.load_settings(user_settings) if user_settings is not None else box.BoxSettings()
-        plan = box.plan(project, env, orion_dirs=orion_dirs or [], settings=settings)
+        plan = box.plan(project, env, orion_dirs=orion_dirs or [], settings=settings, roots=roots)
     except box.BoundaryError as exc:
         raise SandboxUnavailable(str(exc)) from None
     shield = ""

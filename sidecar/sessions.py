@@ -209,13 +209,23 @@ class SessionRequest:
     builtin: bool | frozenset[str] = True
     mcp_servers: dict[str, Any] | None = None
     client_capabilities: dict[str, Any] | None = None
+    # The client's other workspace folders (ACP `additionalDirectories`): the CLI's `--add-dir`, writable in the box.
+    roots: tuple[Path, ...] = ()
 
     @classmethod
     def of(cls, project_dir: str, *, vault_dir: str | None = None, builtin_hooks: bool | list[str] | None = None,
-           sandbox: str | None = None, **options: Any) -> SessionRequest:
+           sandbox: str | None = None, additional_dirs: list[str] | None = None, **options: Any) -> SessionRequest:
+        roots = []
+        for value in additional_dirs or []:
+            if not Path(value).is_absolute():
+                raise InvalidParams(f"additionalDirectories must be absolute paths: {value!r}",
+                                    data={"additionalDirectories": additional_dirs})
+            roots.append(existing_dir(value, "additionalDirectories"))
         return cls(project=existing_dir(project_dir, "projectDir"),
                    vault=existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None,
-                   builtin=builtin_selection(builtin_hooks), sandbox_mode=sandbox, **options)
+                   builtin=builtin_selection(builtin_hooks), sandbox_mode=sandbox,
+                   roots=tuple(dict.fromkeys(r for r in roots if r != existing_dir(project_dir, "projectDir"))),
+                   **options)
 
     def key(self) -> str:
         """Every parameter: a prepared session is taken over only by an identical request."""
@@ -224,7 +234,8 @@ class SessionRequest:
                      "allowedTools": list(self.allowed_tools or []), "systemPrompt": self.system_prompt,
                      "sandbox": self.sandbox_mode, "settingSources": self.setting_sources,
                      "builtin": sorted(self.builtin) if isinstance(self.builtin, frozenset) else self.builtin,
-                     "mcpServers": self.mcp_servers or {}, "client": self.client_capabilities or {}}
+                     "mcpServers": self.mcp_servers or {}, "client": self.client_capabilities or {},
+                     "roots": [str(r) for r in self.roots]}
         return hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -295,6 +306,7 @@ class SessionManager:
         resume: bool = False,
         client_capabilities: dict[str, Any] | None = None,
         traceparent: str | None = None,
+        additional_dirs: list[str] | None = None,
     ) -> tuple[Session, HookSet]:
         """Start a session; with ``resume``, the past session ``session_id`` goes on with its CLI conversation.
 
@@ -303,7 +315,8 @@ class SessionManager:
         request = SessionRequest.of(project_dir, vault_dir=vault_dir, builtin_hooks=builtin_hooks, sandbox=sandbox,
                                     model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                                     system_prompt=system_prompt, setting_sources=setting_sources,
-                                    mcp_servers=mcp_servers, client_capabilities=client_capabilities)
+                                    mcp_servers=mcp_servers, client_capabilities=client_capabilities,
+                                    additional_dirs=additional_dirs)
         sid = session_id or str(uuid.uuid4())
         if sid in self._sessions or sid in self._starting or (sid in self._ended and not resume):
             raise InvalidParams(f"session id {sid} is already in use", data={"sessionId": sid})
@@ -448,7 +461,8 @@ class SessionManager:
         phases.mark("hook set")
         settings = cli_setting_sources(setting_sources, hookset)
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
-        cli_env, sandbox = await anyio.to_thread.run_sync(confine, env, hookset, project, data_dir, sandbox_mode)
+        cli_env, sandbox = await anyio.to_thread.run_sync(functools.partial(
+            confine, env, hookset, project, data_dir, sandbox_mode, roots=request.roots))
         config_dir = cli_config_dir(cli_env)
         report_plugins(sid, hookset, config_dir, settings["sources"])
         if resume:
@@ -535,6 +549,7 @@ class SessionManager:
             disallowed_tools=disallowed,
             hook_events=callback_events(hookset),
             disabled_plugins=sorted(hookset.held_back_plugins()),
+            add_dirs=[str(r) for r in request.roots],
             resume=sid if resume else None,
         )
         agent = AgentSession(config, bridge, HookedAsker(bridge, broker), on_update)
@@ -870,7 +885,8 @@ class StartPhases:
 
 
 def confine(
-    model_env: dict[str, str], hookset: HookSet, project: Path, data_dir: Path, mode: str | None
+    model_env: dict[str, str], hookset: HookSet, project: Path, data_dir: Path, mode: str | None,
+    roots: tuple[Path, ...] = (),
 ) -> tuple[dict[str, str], Any]:
     """The CLI's whole environment and the session's sandbox (sidecar.sandbox.SandboxStatus).
 
@@ -885,7 +901,7 @@ def confine(
     try:
         sandbox = decide(mode, env.get("PATH"), deny, project=project, cli_env=env,  # type: ignore[arg-type]
                          orion_dirs=[data_dir, hook_paths.data_dir(), hook_paths.user_settings_path().parent],
-                         user_settings=hook_paths.user_settings_path())
+                         user_settings=hook_paths.user_settings_path(), roots=roots)
     except SandboxUnavailable as exc:
         raise ServerError(str(exc), data={"reason": "sandboxUnavailable"}) from None
     boundary = getattr(sandbox, "boundary", None)

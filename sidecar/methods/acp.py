@@ -79,7 +79,7 @@ def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpIniti
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "close": {}, "delete": {}, "resume": {}},
+            "sessionCapabilities": {"list": {}, "close": {}, "delete": {}, "resume": {}, "additionalDirectories": {}},
         },
         "authMethods": [
             {"id": CLAUDE_AUTH, "name": "Claude credentials",
@@ -165,7 +165,8 @@ def _session_kwargs(app: SidecarApp, params: p.AcpNewSessionParams) -> dict[str,
         options = options.model_copy(update={"model": app.default_model})  # type: ignore[attr-defined]
     return {"project_dir": _absolute_dir(params.cwd), **options.model_dump(),
             "mcp_servers": sdk_mcp_servers(params.mcp_servers),
-            "client_capabilities": app.acp.client_capabilities if app.acp else None}
+            "client_capabilities": app.acp.client_capabilities if app.acp else None,
+            "additional_dirs": list(params.additional_directories or [])}
 
 
 def _absolute_dir(cwd: str) -> str:

@@ -450,6 +450,7 @@ export interface SessionCapabilities {
   close?: Record<string, unknown>;
   delete?: Record<string, unknown>;
   resume?: Record<string, unknown>;
+  additionalDirectories?: Record<string, unknown>;
 }
 
 export interface SessionEndResult {
