@@ -23,6 +23,7 @@
         ├── HookEngineError          -31004
         ├── PermissionTimeout        -31005
         ├── ModelUnavailable         -31006
+        ├── ServerBusy               -31007
         └── RemoteError              an error response received for one of *our* requests (any code)
 """
 
@@ -66,6 +67,7 @@ SESSION_BUSY = -31003
 HOOK_ENGINE_ERROR = -31004
 PERMISSION_TIMEOUT = -31005
 MODEL_UNAVAILABLE = -31006
+SERVER_BUSY = -31007
 
 ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(PARSE_ERROR, "ParseError", "Parse error",
@@ -97,6 +99,9 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
               "The frontend did not answer `session/request_permission` in time."),
     ErrorCode(MODEL_UNAVAILABLE, "ModelUnavailable", "Model unavailable",
               "The model endpoint could not be reached or refused the request."),
+    ErrorCode(SERVER_BUSY, "ServerBusy", "Server busy",
+              "Too many of the client's requests are still being served (`data.limit`, `data.inflight`): wait for "
+              "their answers before sending more. Nothing of the refused request was done."),
     ErrorCode(REQUEST_CANCELLED, "RequestCancelled", "Request cancelled",
               "The request was cancelled by `$/cancelRequest` or by shutdown."),
 )
@@ -209,6 +214,10 @@ class NotInitialized(RpcError):
 
 class SessionBusy(RpcError):
     code = SESSION_BUSY
+
+
+class ServerBusy(RpcError):
+    code = SERVER_BUSY
 
 
 class HookEngineError(RpcError):

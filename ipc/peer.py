@@ -27,6 +27,7 @@ from ipc.errors import (
     RemoteError,
     RequestCancelled,
     RequestTimeout,
+    ServerBusy,
     to_wire_error,
     validation_errors,
 )
@@ -57,6 +58,10 @@ def _dumps(value: str) -> bytes:
 
 DEFAULT_REQUEST_TIMEOUT = 60.0
 BACKLOG_LIMIT = 64  # queued answers at which the reader stops taking new requests until output drains
+# Requests of the other side served at once: past this, a new one is answered ServerBusy at once. The reader never
+# stops reading (answers to our own requests arrive on the same stream, and a call may wait for one of them), so
+# an impatient client meets a refusal, not a queue that grows with everything it sends.
+DEFAULT_MAX_INFLIGHT = 256
 # Members of one inbound batch: each becomes a task and an answer held until the whole batch is done, so an
 # unbounded batch is unbounded memory and a loop busy spawning instead of answering pings.
 DEFAULT_MAX_BATCH_ITEMS = 100
@@ -124,8 +129,10 @@ class JsonRpcPeer:
         on_unmatched: Callable[[Any], None] | None = None,
         name: str = "peer",
         max_batch_items: int = DEFAULT_MAX_BATCH_ITEMS,
+        max_inflight: int = DEFAULT_MAX_INFLIGHT,
     ) -> None:
         self._transport = transport
+        self._max_inflight = max_inflight
         self._routes: Mapping[str, Route] = routes if routes is not None else {}
         self._guard = guard
         # Cancel our own timed-out requests the ACP way ($/cancel_request {requestId}) once the connection speaks ACP.
@@ -362,6 +369,12 @@ class JsonRpcPeer:
                 return
             if id_ in self._inflight:
                 self._answer(_error_response(InvalidRequest(data={"reason": "a request with this id is in flight"}).to_wire(), id_), batch)
+                return
+            if len(self._inflight) >= self._max_inflight:
+                busy = ServerBusy(f"{len(self._inflight)} requests are already being served (the limit is "
+                                  f"{self._max_inflight}); wait for their answers before sending more",
+                                  data={"limit": self._max_inflight, "inflight": len(self._inflight)})
+                self._answer(_error_response(busy.to_wire(), id_), batch)
                 return
             if batch is not None:
                 batch.pending += 1

@@ -375,3 +375,36 @@ async def test_a_permission_answered_twice_keeps_the_first_answer(tmp_path: Path
             await client.ping()
             assert not client.unmatched, list(client.unmatched)
             assert client.returncode is None
+
+
+# --------------------------------------------------------------------------- an impatient client
+
+
+def test_a_client_that_never_waits_is_refused_past_the_limit_and_the_sidecar_stays_bounded(
+        tmp_path: Path, raw_sidecars: list[RawSidecar]) -> None:
+    """A client that sends requests without waiting for answers (a bug, a script): past 256 being served, each new
+    one is answered ServerBusy at once, with the limit; everything gets an answer, what was accepted completes, the
+    sidecar's memory stays bounded, and once the answers are in, requests are served again."""
+    from ipc.errors import SERVER_BUSY
+
+    project = make_project(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "name": "slow", "command": "sleep 3", "timeout": 30}]}]})
+    sidecar = RawSidecar(sidecar_env())
+    raw_sidecars.append(sidecar)
+    sidecar.initialize()
+    sidecar.call("hooks/trust", {"projectDir": str(project)})
+    rss_before = psutil.Process(sidecar.pid).memory_info().rss
+    sent = [sidecar.request("hooks/test", {"projectDir": str(project), "event": "PreToolUse", "hookName": "slow",
+                                           "payload": {"tool_name": "Bash", "tool_input": {"command": "ls"}}})
+            for _ in range(600)]
+    deadline = time.monotonic() + 120
+    while not all(i in sidecar.answers for i in sent):
+        assert time.monotonic() < deadline and sidecar.pump(0.2), sidecar.stderr_text()
+    answers = [sidecar.answers[i] for i in sent]
+    busy = [a for a in answers if "error" in a and a["error"]["code"] == SERVER_BUSY]
+    served = [a for a in answers if "result" in a]
+    assert len(busy) + len(served) == len(sent), [a for a in answers if a not in busy and a not in served][:3]
+    assert 256 <= len(served) < len(sent) and busy, (len(served), len(busy))
+    assert busy[0]["error"]["data"]["limit"] == 256 and "wait for their answers" in busy[0]["error"]["message"]
+    assert psutil.Process(sidecar.pid).memory_info().rss - rss_before < 200 * 1024 * 1024
+    assert sidecar.call("ping", {}) is not None  # served again once the answers are in
