@@ -98,8 +98,15 @@ def nothing_started_since(pid: int) -> bool:
         return False
 
 
+# Orion's own configuration (a database URL with its password, tokens) never reaches a hook process; the run token
+# the process supervisor finds leftovers by does (it holds nothing).
+_ORION_PREFIX = "ORION_"
+_ORION_KEPT = frozenset({"ORION_SIDECAR_RUN"})
+
+
 class _BaseEnv:
-    """os.environ as a plain dict, copied again only when the environment changed (names or values)."""
+    """os.environ as a plain dict, without Orion's own variables, copied again only when the environment changed
+    (names or values)."""
 
     __slots__ = ("_raw", "_env")
 
@@ -112,9 +119,9 @@ class _BaseEnv:
         # CPython's encoded store compares in one C-level dict comparison.
         raw = getattr(os.environ, "_data", None)
         if raw is None:
-            return dict(os.environ)
+            return {k: v for k, v in os.environ.items() if not k.startswith(_ORION_PREFIX) or k in _ORION_KEPT}
         if raw != self._raw:
-            self._env = dict(os.environ)
+            self._env = {k: v for k, v in os.environ.items() if not k.startswith(_ORION_PREFIX) or k in _ORION_KEPT}
             self._raw = dict(raw)
         return self._env.copy()
 

@@ -54,6 +54,10 @@ class _Launcher:
 
     @classmethod
     async def start(cls, argv: list[str], env: dict[str, str] | None = None) -> _Launcher:
+        if env is None:  # the sidecar's environment without Orion's own configuration (hooks/executors/command.py)
+            from hooks.executors.command import _BaseEnv
+
+            env = _BaseEnv().copy()
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,

@@ -93,7 +93,8 @@ async def test_a_trusted_hook_runs_the_agents_edit_of_its_script_inside_the_box(
     lines = report.splitlines()
     if sandbox == "off":
         # Unconfined, the edit the agent made runs with the user's whole account: the attack is real.
-        assert CANARY in report and {"wrote-outside", "saw-orion-env", "reached-loopback"} <= set(lines), report
+        assert CANARY in report and {"wrote-outside", "reached-loopback"} <= set(lines), report
+        assert "saw-orion-env" not in lines  # Orion's own configuration reaches no hook, boxed or not
         return
     assert session["sandbox"]["enabled"] is True
     assert CANARY not in report and not (outside / "planted").exists(), report
@@ -128,7 +129,10 @@ async def test_the_users_own_hook_runs_an_untrusted_projects_script_inside_the_b
                 "out = pathlib.Path(os.environ['CLAUDE_PROJECT_DIR'], 'lint-report.txt')\n"
                 f"try:\n    found = pathlib.Path({str(secret)!r}).read_text()\n"
                 "except OSError as exc:\n    found = str(exc)\n"
-                "out.write_text(found + '\\nlint-done\\n')\n")
+                "seen = 'saw-orion-env' if any(k.startswith('ORION_') and k not in ('ORION_SIDECAR_RUN', 'ORION_HOOK_RUN') "
+                "for k in os.environ) "
+                "else 'no-orion-env'\n"
+                "out.write_text(found + '\\n' + seen + '\\nlint-done\\n')\n")
             if trusted:
                 await run.trust()
             probes = {"edit": {"Bash": {"command": "echo probe-done", "description": "an edit"}}}
@@ -143,6 +147,7 @@ async def test_the_users_own_hook_runs_an_untrusted_projects_script_inside_the_b
     assert row["source"] == "claude-user"
     assert row["boundary"] == ("outside" if trusted else "box")  # the listing says where it runs
     assert "lint-done" in report, report
+    assert "no-orion-env" in report, report  # inside or out, Orion's own configuration never reaches a hook
     if trusted:
         assert CANARY in report  # the user's tools, in a project the user trusted: outside, as before
     else:
@@ -186,6 +191,7 @@ async def test_a_projects_python_hook_and_what_it_imports_run_inside_the_box(tmp
             report = (project / "py-report.txt").read_text()
     assert [r["outcome"] for r in responses] == ["success"], responses
     if sandbox == "off":
-        assert report == f"{CANARY} saw-orion-env", report
+        # Unconfined it reads the user's key (the attack is real); Orion's own configuration it never sees.
+        assert report == f"{CANARY} no-orion-env", report
         return
     assert CANARY not in report and report.endswith("no-orion-env"), report
