@@ -37,7 +37,7 @@ from hooks.redaction import redact
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA_V1 = """
@@ -100,10 +100,32 @@ CREATE VIRTUAL TABLE memory_fts USING fts5 (
 );
 """
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+# v2: a prompt's and a summary's full-text row is keyed by its own row (prompt id p: rowid -2p; summary id s:
+# -(2s+1)), so replacing one deletes by rowid instead of filtering UNINDEXED columns, which scanned the whole index
+# (0.5 ms at 1k observations, 324 ms at 1M). Observations keep FTS5's own positive rowids.
+_SCHEMA_V2 = """
+DELETE FROM memory_fts WHERE kind IN ('prompt', 'summary');
+INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at)
+    SELECT -2 * p.id, p.text, 'prompt', p.prompt_number, p.session_id, s.project, p.created_at
+    FROM user_prompts p JOIN sessions s ON s.session_id = p.session_id;
+INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at)
+    SELECT -2 * id - 1, trim(request || char(10) || outcome, ' ' || char(9) || char(10) || char(13)), 'summary',
+           prompt_number, session_id, project, created_at
+    FROM session_summaries;
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 16
+
+
+def _replace_fts(conn: sqlite3.Connection, rowid: int, text: str, kind: str, ref_id: int, session_id: str,
+                 project: str, now: float) -> None:
+    """A prompt's or summary's full-text row, replaced by its own rowid (an index lookup, not a scan)."""
+    conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
+    conn.execute("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?)", (rowid, text, kind, ref_id, session_id, project, now))
 
 
 class MemoryStoreError(Exception):
@@ -188,6 +210,9 @@ class MemoryStore:
                 raise SchemaTooNewError(f"{self.path} has memory schema {version}; this sidecar knows up to {SCHEMA_VERSION}")
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 self._conn.execute("BEGIN IMMEDIATE")
+                if self._conn.execute("PRAGMA user_version").fetchone()[0] >= target:
+                    self._conn.execute("COMMIT")  # another process migrated it while this one waited
+                    continue
                 try:
                     for statement in _split_sql(_MIGRATIONS[target]):
                         self._conn.execute(statement)
@@ -241,15 +266,13 @@ class MemoryStore:
 
         def tx(conn: sqlite3.Connection) -> None:
             self._ensure_session(conn, session_id, project, now)
-            conn.execute(
-                "INSERT OR REPLACE INTO user_prompts (session_id, prompt_number, text, created_at) VALUES (?, ?, ?, ?)",
+            row = conn.execute(
+                "INSERT INTO user_prompts (session_id, prompt_number, text, created_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (session_id, prompt_number) DO UPDATE SET text = excluded.text,"
+                " created_at = excluded.created_at RETURNING id",
                 (session_id, prompt_number, text, now),
-            )
-            conn.execute("DELETE FROM memory_fts WHERE kind = 'prompt' AND session_id = ? AND ref_id = ?", (session_id, prompt_number))
-            conn.execute(
-                "INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at) VALUES (?, 'prompt', ?, ?, ?, ?)",
-                (text, prompt_number, session_id, project, now),
-            )
+            ).fetchone()
+            _replace_fts(conn, -2 * int(row[0]), text, "prompt", prompt_number, session_id, project, now)
 
         self._write(tx)
 
@@ -284,18 +307,14 @@ class MemoryStore:
 
         def tx(conn: sqlite3.Connection) -> None:
             self._ensure_session(conn, session_id, project, now)
-            conn.execute(
+            row = conn.execute(
                 "INSERT INTO session_summaries (session_id, project, prompt_number, request, outcome, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (session_id, prompt_number) DO UPDATE SET request = excluded.request,"
-                " outcome = excluded.outcome, created_at = excluded.created_at",
+                " outcome = excluded.outcome, created_at = excluded.created_at RETURNING id",
                 (session_id, project, prompt_number, request, outcome, now),
-            )
-            conn.execute("DELETE FROM memory_fts WHERE kind = 'summary' AND session_id = ? AND ref_id = ?", (session_id, prompt_number))
-            conn.execute(
-                "INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at) VALUES (?, 'summary', ?, ?, ?, ?)",
-                (text, prompt_number, session_id, project, now),
-            )
+            ).fetchone()
+            _replace_fts(conn, -2 * int(row[0]) - 1, text, "summary", prompt_number, session_id, project, now)
 
         self._write(tx)
 

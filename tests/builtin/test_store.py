@@ -20,12 +20,64 @@ _INSERT_SESSION = {
 def test_schema_is_versioned_in_wal_mode(tmp_path):
     store = MemoryStore(tmp_path / "m.sqlite3")
     assert store._read("PRAGMA journal_mode") == [{"journal_mode": "wal"}]
-    assert store._read("PRAGMA user_version") == [{"user_version": 1}]
+    assert store._read("PRAGMA user_version") == [{"user_version": 2}]
     tables = {r["name"] for r in store._read("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
     assert {"sessions", "user_prompts", "observations", "session_summaries", "memory_fts",
             "observations_by_project", "sessions_by_project"} <= tables
     store.close()
     MemoryStore(tmp_path / "m.sqlite3").close()  # reopening an up-to-date file migrates nothing
+
+
+def test_a_prompt_or_summary_replaced_leaves_one_full_text_row_found_by_its_rowid(tmp_path):
+    """A Stop that fires twice for a turn, a prompt written again: one row each in the full-text index, replaced by
+    rowid (the plan names the rowid: no scan of the index, whatever its size)."""
+    store = MemoryStore(tmp_path / "m.sqlite3")
+    store.add_observation("s1", "/p", 1, "Bash", "an observation about caching")
+    for text in ("first prompt text", "second prompt text"):
+        store.add_prompt("s1", "/p", 1, text)
+    for outcome in ("first outcome", "second outcome"):
+        store.upsert_summary("s1", "/p", 1, "the request", outcome)
+    rows = store._read("SELECT rowid, kind, text FROM memory_fts ORDER BY kind")
+    assert [(r["kind"], r["text"]) for r in rows] == [
+        ("observation", "an observation about caching"), ("prompt", "second prompt text"),
+        ("summary", "the request\nsecond outcome")]
+    assert all(r["rowid"] < 0 for r in rows if r["kind"] != "observation")
+    # FTS5's plan for a rowid lookup reads "INDEX 0:=" (a seek); a filter on UNINDEXED columns reads "INDEX 0:" (all).
+    plan = " ".join(str(r) for r in store._read("EXPLAIN QUERY PLAN DELETE FROM memory_fts WHERE rowid = ?", (-2,)))
+    assert "VIRTUAL TABLE INDEX 0:=" in plan, plan
+    store.close()
+
+
+def test_a_version_1_memory_is_migrated_in_place(tmp_path):
+    """A memory written by the previous schema keeps everything and finds it by the same words; its prompts and
+    summaries are re-keyed, so replacing one afterwards leaves one row."""
+    path = tmp_path / "m.sqlite3"
+    from hooks.memory.store import _MIGRATIONS, _split_sql
+
+    conn = sqlite3.connect(path)
+    for statement in _split_sql(_MIGRATIONS[1]):
+        conn.execute(statement)
+    conn.execute("INSERT INTO sessions (session_id, project, started_at, updated_at) VALUES ('s1', '/p', 1, 1)")
+    conn.execute("INSERT INTO user_prompts (session_id, prompt_number, text, created_at) VALUES ('s1', 1, 'old prompt', 1)")
+    conn.execute("INSERT INTO session_summaries (session_id, project, prompt_number, request, outcome, created_at)"
+                 " VALUES ('s1', '/p', 1, 'old request', 'old outcome', 1)")
+    conn.execute("INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at)"
+                 " VALUES ('old prompt', 'prompt', 1, 's1', '/p', 1)")
+    conn.execute("INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at)"
+                 " VALUES ('old request\nold outcome', 'summary', 1, 's1', '/p', 1)")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    store = MemoryStore(path)
+    assert store._read("PRAGMA user_version") == [{"user_version": 2}]
+    before = store._read("SELECT kind, text, project FROM memory_fts ORDER BY kind")
+    assert [(r["kind"], r["text"], r["project"]) for r in before] == [
+        ("prompt", "old prompt", "/p"), ("summary", "old request\nold outcome", "/p")]
+    store.add_prompt("s1", "/p", 1, "new prompt")
+    store.upsert_summary("s1", "/p", 1, "new request", "new outcome")
+    after = store._read("SELECT kind, text FROM memory_fts ORDER BY kind")
+    assert [(r["kind"], r["text"]) for r in after] == [("prompt", "new prompt"), ("summary", "new request\nnew outcome")]
+    store.close()
 
 
 def test_a_newer_schema_is_refused(tmp_path):
