@@ -25,6 +25,13 @@ def run_role(argv: list[str]) -> int | None:
 
         child.main()
         return 0
+    if role == "box-spawner":
+        from sidecar import box_spawner
+
+        if len(rest) == 1 and rest[0].isdigit():
+            return box_spawner.main(int(rest[0]))
+        sys.stderr.write("usage: --orion-run box-spawner FD\n")
+        return 2
     sys.stderr.write(f"unknown role {role!r}; one of: {', '.join(ROLES)}\n")
     return 2
 

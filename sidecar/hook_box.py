@@ -319,7 +319,15 @@ class HookBox:
                           "ORION_CLI_BOX_RELAY": f"{self.boundary.plan.proxy_port}={box.relays.proxy_socket}"}
                 from sidecar.agent import CLI_EXEC
 
-                proc = subprocess.Popen([str(CLI_EXEC), "-S", "-u", str(SPAWNER), str(high)], env=launch,
+                from hooks.launcher.frozen import helper_argv
+
+                # The spawner under this interpreter (`python -S -u box_spawner.py FD`), or in the self-contained
+                # build its own executable in the box-spawner role (hooks/launcher/frozen.py).
+                spawner_argv = helper_argv("box-spawner", SPAWNER, str(high), unbuffered=True)
+                if spawner_argv[0] == sys.executable and spawner_argv[1:2] == ["-u"]:
+                    spawner_argv.insert(1, "-S")
+                launch["ORION_CLI_EXEC_REAL"] = spawner_argv[0]
+                proc = subprocess.Popen([str(CLI_EXEC), *spawner_argv[1:]], env=launch,
                                         cwd=self.boundary.plan.project, pass_fds=(high,), start_new_session=True,
                                         stdin=subprocess.DEVNULL)
             finally:

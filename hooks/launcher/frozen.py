@@ -1,8 +1,8 @@
 """Running inside the self-contained build (`./dev build`, PyInstaller one-dir): how the sidecar starts its own helpers.
 
-A normal install starts two helper processes with its interpreter and a script path: the watchdog
-(`python -I sidecar/reaper.py watch <record>`) and the warm Python hook launcher (`python -u
-hooks/launcher/child.py`). In the built app `sys.executable` is the sidecar's own executable, which takes no
+A normal install starts three helper processes with its interpreter and a script path: the watchdog
+(`python -I sidecar/reaper.py watch <record>`), the warm Python hook launcher (`python -u
+hooks/launcher/child.py`) and the hook box's first process (`python -S -u sidecar/box_spawner.py FD`). In the built app `sys.executable` is the sidecar's own executable, which takes no
 script: it is started again with `--orion-run <role>`, and the build's entry point (bundle/entry.py) becomes
 that helper. `ORION_HOOK_PYTHON` still names another interpreter for Python hooks.
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROLE_FLAG = "--orion-run"
-ROLES = ("watchdog", "hook-launcher")
+ROLES = ("watchdog", "hook-launcher", "box-spawner")
 
 
 def is_frozen() -> bool:

@@ -183,7 +183,7 @@ def descendants(pid: int) -> list[psutil.Process]:
 
 
 def test_frontend_vanishing_mid_turn_ends_the_session_and_every_process(tmp_path: Path, raw_sidecars: list[RawSidecar]) -> None:
-    marker = tmp_path / "session-end-ran"
+    marker = tmp_path / "project" / "session-end-ran"  # in the project: its hooks run in the session's hook box
     project = make_project(tmp_path, {
         "SessionEnd": [{"hooks": [{"type": "command", "name": "end-marker", "command": f"echo \"$PPID\" > {marker}"}]}],
         # A background hook still running when the frontend goes: it must not outlive the sidecar either.

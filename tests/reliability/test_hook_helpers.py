@@ -125,7 +125,11 @@ async def sidecar(tmp_path: Path) -> AsyncIterator[SidecarClient]:
 
 async def start_session(client: SidecarClient, project: Path) -> str:
     await client.request("hooks/trust", {"projectDir": str(project)})
-    session = await client.request("session/new", {"projectDir": str(project), "model": f"scripted:{PLAIN}"}, timeout=UP_S)
+    # Unconfined: these are the sidecar's own helper rules (a user's plugin, as claude-mem is, runs outside any box);
+    # a project's hooks in the session's hook box keep what they start until the session ends, box and all
+    # (tests/conformance/test_hook_children.py, tests/security/test_process_hygiene.py).
+    session = await client.request("session/new", {"projectDir": str(project), "model": f"scripted:{PLAIN}",
+                                                   "sandbox": "off"}, timeout=UP_S)
     await until(lambda: pids(project).get("worker_self"), UP_S, "the worker up")
     return session["sessionId"]
 
