@@ -621,5 +621,8 @@ def _programs_under_tmp() -> list[str]:
     """The sidecar's own tree and the Python environment (where the bundled CLI sits) when they are under /tmp."""
     import sys
 
-    roots = {os.path.realpath(sys.prefix), os.path.realpath(os.path.dirname(os.path.dirname(__file__)))}
+    # The interpreter's own folder too: in the self-contained build it is the executable, which starts helpers
+    # inside the box (the hook box's spawner, a python hook's launcher).
+    roots = {os.path.realpath(sys.prefix), os.path.realpath(os.path.dirname(os.path.dirname(__file__))),
+             os.path.realpath(os.path.dirname(sys.executable))}
     return sorted(r for r in roots if r == "/tmp" or r.startswith("/tmp/")) if "/tmp" not in roots else []

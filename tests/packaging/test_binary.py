@@ -92,7 +92,7 @@ async def test_the_built_sidecar_runs_a_session_with_a_python_hook_and_a_command
 
     assert result["stopReason"] == "end_turn", result
     responses = {p["hookName"]: p for name, p in events if name == "hook_response"}
-    assert responses["py-check"]["outcome"] == "success", responses["py-check"]
+    assert responses["py-check"]["outcome"] == "success", (responses["py-check"].get("error"), responses["py-check"].get("stderr"))
     assert responses["cmd-note"]["outcome"] == "success", responses["cmd-note"]
     ran = json.loads((project / "python-hook.json").read_text())
     # Inside the build: the hook ran in the executable itself, not in some Python found on the machine.
