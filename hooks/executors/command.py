@@ -262,13 +262,7 @@ class _Run:
                 pump = self.loop.create_task(self._pump())
             await self.settled
             self._sweep(False)
-            self.out.finish()
-            self.err.finish()
-            self._queue_lines()
-            if pump is not None:
-                self.streams_done = True
-                self.wake.set()  # type: ignore[union-attr]
-                await pump
+            await self._drain(pump)
             report = self._report(self.timed_out)
             if self.leftovers:
                 await self._tell_leftovers()
@@ -304,18 +298,22 @@ class _Run:
             await self.settled
             if self.timed_out:
                 self._sweep(True)  # the group's SIGTERM ended the shell: what it started goes too
-            self.out.finish()
-            self.err.finish()
-            self._queue_lines()
-            if pump is not None:
-                self.streams_done = True
-                self.wake.set()  # type: ignore[union-attr]
-                await pump
+            await self._drain(pump)
             return self._report(self.timed_out)
         finally:
             if pump is not None and not pump.done():
                 pump.cancel()
             self._cleanup()
+
+    async def _drain(self, pump: asyncio.Task[None] | None) -> None:
+        """The output is all in: the last partial lines become lines, and the observer has seen every one."""
+        self.out.finish()
+        self.err.finish()
+        self._queue_lines()
+        if pump is not None:
+            self.streams_done = True
+            self.wake.set()  # type: ignore[union-attr]
+            await pump
 
     # ------------------------------------------------------------------ loop callbacks
 

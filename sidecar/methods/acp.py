@@ -203,32 +203,26 @@ def register(app: SidecarApp) -> None:
     async def session_prepare(params: p.AcpNewSessionParams, call: CallContext) -> p.SessionPrepareResult:
         return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(**_session_kwargs(app, params)))
 
-    @app.method("session/load", acp=True)
-    async def session_load(params: p.AcpLoadSessionParams, call: CallContext) -> p.AcpLoadSessionResult:
+    async def load(params: p.AcpLoadSessionParams, *, replay: bool) -> p.AcpLoadSessionResult:
         options = orion_options(params.meta)
         session, hookset = await session_manager(app).load(
             params.session_id, _absolute_dir(params.cwd), options.model_dump(by_alias=True),
             mcp_servers=sdk_mcp_servers(params.mcp_servers),
-            client_capabilities=app.acp.client_capabilities if app.acp else None,
+            client_capabilities=app.acp.client_capabilities if app.acp else None, replay=replay,
         )
         return p.AcpLoadSessionResult.model_validate({
             "modes": mode_state(session.permission_mode).wire(),
             "configOptions": config_options(session), "_meta": _session_meta(session, hookset),
         })
 
+    @app.method("session/load", acp=True)
+    async def session_load(params: p.AcpLoadSessionParams, call: CallContext) -> p.AcpLoadSessionResult:
+        return await load(params, replay=True)
+
     @app.method("session/resume", acp=True)
     async def session_resume(params: p.AcpLoadSessionParams, call: CallContext) -> p.AcpLoadSessionResult:
         """`session/load` without the history replayed: the client already shows it."""
-        options = orion_options(params.meta)
-        session, hookset = await session_manager(app).load(
-            params.session_id, _absolute_dir(params.cwd), options.model_dump(by_alias=True),
-            mcp_servers=sdk_mcp_servers(params.mcp_servers),
-            client_capabilities=app.acp.client_capabilities if app.acp else None, replay=False,
-        )
-        return p.AcpLoadSessionResult.model_validate({
-            "modes": mode_state(session.permission_mode).wire(),
-            "configOptions": config_options(session), "_meta": _session_meta(session, hookset),
-        })
+        return await load(params, replay=False)
 
     @app.method("session/close", acp=True)
     async def session_close(params: p.AcpSessionRef, call: CallContext) -> p.AcpEmpty:
