@@ -406,9 +406,31 @@ class AcpCurrentModeUpdate(AcpModel):
     current_mode_id: str
 
 
+class AcpCost(AcpModel):
+    amount: float
+    currency: str
+
+
+class AcpUsageUpdate(AcpModel):
+    """How full the conversation is (`used` of `size` tokens, the model's context window) and what it has cost."""
+
+    session_update: Literal["usage_update"]
+    used: int
+    size: int
+    cost: AcpCost | None = None
+
+
+class AcpSessionInfoUpdate(AcpModel):
+    """The session's title (its first prompt's first line, as `session/list` shows it)."""
+
+    session_update: Literal["session_info_update"]
+    title: str | None = None
+    updated_at: str | None = None
+
+
 AcpSessionUpdateBody = Annotated[
     Union[AcpUserMessageChunk, AcpAgentMessageChunk, AcpAgentThoughtChunk, AcpToolCall, AcpToolCallUpdate, AcpPlan,
-          AcpAvailableCommandsUpdate, AcpCurrentModeUpdate],
+          AcpAvailableCommandsUpdate, AcpCurrentModeUpdate, AcpUsageUpdate, AcpSessionInfoUpdate],
     Field(discriminator="session_update"),
 ]
 

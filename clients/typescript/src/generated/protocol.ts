@@ -24,6 +24,12 @@ export interface AcpAvailableCommandsUpdate {
   availableCommands: AcpAvailableCommand[];
 }
 
+export interface AcpCost {
+  _meta?: Record<string, unknown>;
+  amount: number;
+  currency: string;
+}
+
 export interface AcpCurrentModeUpdate {
   _meta?: Record<string, unknown>;
   sessionUpdate: "current_mode_update";
@@ -100,11 +106,19 @@ export interface AcpSessionInfo {
   updatedAt?: string;
 }
 
+/** The session's title (its first prompt's first line, as `session/list` shows it). */
+export interface AcpSessionInfoUpdate {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "session_info_update";
+  title?: string;
+  updatedAt?: string;
+}
+
 /** `session/update`: one update of a session, as ACP defines them. */
 export interface AcpSessionNotification {
   _meta?: Record<string, unknown>;
   sessionId: string;
-  update: AcpUserMessageChunk | AcpAgentMessageChunk | AcpAgentThoughtChunk | AcpToolCall | AcpToolCallUpdate | AcpPlan | AcpAvailableCommandsUpdate | AcpCurrentModeUpdate;
+  update: AcpUserMessageChunk | AcpAgentMessageChunk | AcpAgentThoughtChunk | AcpToolCall | AcpToolCallUpdate | AcpPlan | AcpAvailableCommandsUpdate | AcpCurrentModeUpdate | AcpUsageUpdate | AcpSessionInfoUpdate;
 }
 
 export interface AcpToolCall {
@@ -131,6 +145,15 @@ export interface AcpToolCallUpdate {
   rawInput?: unknown;
   rawOutput?: unknown;
   sessionUpdate: "tool_call_update";
+}
+
+/** How full the conversation is (`used` of `size` tokens, the model's context window) and what it has cost. */
+export interface AcpUsageUpdate {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "usage_update";
+  used: number;
+  size: number;
+  cost?: AcpCost;
 }
 
 export interface AcpUserMessageChunk {
