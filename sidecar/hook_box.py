@@ -84,8 +84,8 @@ class BoxedProcess:
     def signal(self, sig: int, marker: str | None = None) -> None:
         """`sig` to the hook's process group while it runs; with `marker` (the run's NAME=VALUE) also to everything
         in the box the run started, whether the hook is still running or not."""
-        if self.returncode is None or marker:
-            self._spawner.send({"op": "signal", "id": self.ident, "sig": int(sig), "marker": marker or ""})
+        if (self.returncode is None or marker) and self._spawner.dead is None:
+            self._spawner.post({"op": "signal", "id": self.ident, "sig": int(sig), "marker": marker or ""})
 
     def wait(self, timeout: float | None = None) -> int:
         """The exit code once it is known (the executors ask only after the exit was reported)."""
@@ -106,13 +106,44 @@ class _Spawner:
         self.loop = asyncio.get_running_loop()
         self.loop.add_reader(sock.fileno(), self._on_message)
         self.dead: str | None = None
+        self._send_lock = asyncio.Lock()
+        self._posting: set[asyncio.Task[None]] = set()
 
     def send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
+        """A packet now (a signal: small); raises BlockingIOError when the socket's buffer is full."""
         data = json.dumps(message).encode()
         if fds:
             self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
         else:
             self.sock.send(data)
+
+    async def send_when_ready(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
+        """A packet, waiting for room in the socket's buffer (a burst of hooks with large payloads fills it); one
+        waiter at a time, in order."""
+        async with self._send_lock:
+            while True:
+                try:
+                    self.send(message, fds)
+                    return
+                except BlockingIOError:
+                    ready = self.loop.create_future()
+                    self.loop.add_writer(self.sock.fileno(), lambda: ready.done() or ready.set_result(None))
+                    try:
+                        async with asyncio.timeout(_START_TIMEOUT_S):
+                            await ready
+                    finally:
+                        self.loop.remove_writer(self.sock.fileno())
+
+    def post(self, message: dict[str, Any]) -> None:
+        """A packet without waiting: now if there is room, else as soon as there is (a signal is never lost)."""
+        try:
+            if self._send_lock.locked():
+                raise BlockingIOError
+            self.send(message)
+        except BlockingIOError:
+            task = self.loop.create_task(self.send_when_ready(message))
+            self._posting.add(task)
+            task.add_done_callback(self._posting.discard)
 
     async def start(self, argv: list[str], env: Mapping[str, str], cwd: str) -> BoxedProcess:
         if self.dead is not None:
@@ -127,8 +158,9 @@ class _Spawner:
         self.starting[ident] = started
         self.running[ident] = proc
         try:
-            self.send({"op": "run", "id": ident, "argv": argv, "env": dict(env), "cwd": cwd}, [in_r, out_w, err_w])
-        except OSError as exc:
+            await self.send_when_ready({"op": "run", "id": ident, "argv": argv, "env": dict(env), "cwd": cwd},
+                                       [in_r, out_w, err_w])
+        except (OSError, TimeoutError) as exc:
             self._forget(ident)
             for fd in (in_w, out_r, err_r):
                 os.close(fd)

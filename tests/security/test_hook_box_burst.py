@@ -1,0 +1,62 @@
+"""The session's hook box under a burst: many boxed hooks at once, each with a payload large enough that their
+messages to the box's spawner overfill the socket between them (sidecar/hook_box.py waits for room, in order):
+every hook starts, reads its whole payload and answers; a timed-out one dies with all it started."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from hooks.executors.command import CommandExecutor
+from hooks.types import HookCall, HookContext, SessionContext, no_progress
+from sidecar import sandbox
+from sidecar.hook_box import HookBox
+from tests.security.box_helpers import visible_outside
+
+NO_BACKEND = sandbox.backend_problem(os.environ.get("PATH"))
+pytestmark = [pytest.mark.asyncio, pytest.mark.skipif(NO_BACKEND is not None, reason=f"no OS boundary: {NO_BACKEND}")]
+
+
+def call(spec: SimpleNamespace, session: SessionContext, payload: dict, timeout: float = 60.0) -> HookCall:
+    ctx = HookContext(session=session, event="PreToolUse", hook_name=spec.name, execution_id="burst", tool_use_id="t",
+                      deadline=0.0, log=logging.getLogger("test"))
+    return HookCall(hook=spec, event="PreToolUse", payload=payload, context=ctx, timeout_s=timeout,
+                    progress=no_progress)
+
+
+async def test_a_burst_of_boxed_hooks_with_large_payloads_all_run(tmp_path: Path) -> None:
+    with visible_outside("orion-burst-") as root:
+        project = root / "project"
+        project.mkdir()
+        env = {"HOME": str(root), "PATH": os.environ["PATH"]}
+        status = sandbox.decide("auto", os.environ["PATH"], (), project=project, cli_env=env, orion_dirs=[root / "d"])
+        box = HookBox(status.boundary, lambda: True, {"project"})
+        session = SessionContext(session_id="burst", project_dir=project, box=box)
+        spec = SimpleNamespace(name="count", source="project", argv=None, shell=None, config=SimpleNamespace(command=""),
+                               command='wc -c | tr -d " "', cwd=None, env=None)
+        executor = CommandExecutor()
+        try:
+            payloads = [{"hook_event_name": "PreToolUse", "n": i, "blob": "x" * (40_000 + i)} for i in range(48)]
+            reports = await asyncio.gather(*(executor.run(call(spec, session, p)) for p in payloads))
+            assert [r.status for r in reports] == ["ok"] * 48, [r.error for r in reports if r.status != "ok"][:3]
+            sizes = [int((r.text or r.stdout).strip()) for r in reports]
+            assert all(size > 40_000 for size in sizes) and len(set(sizes)) == 48  # each read its own, whole
+            # A timed-out hook: its group and what it detached (setsid) die; the box goes on serving.
+            slow = SimpleNamespace(**{**vars(spec), "name": "slow",
+                                      "command": f"setsid sleep 300 & echo $! > {project}/detached; sleep 300"})
+            report = await executor.run(call(slow, session, {"hook_event_name": "PreToolUse"}, timeout=1.0))
+            assert report.status == "timeout"
+            detached = int((project / "detached").read_text())
+            # Asked from inside the same box (its PID namespace): the detached sleeper is gone too.
+            probe = SimpleNamespace(**{**vars(spec), "name": "probe",
+                                       "command": f"cat >/dev/null; kill -0 {detached} 2>/dev/null && echo alive || echo gone"})
+            seen = await executor.run(call(probe, session, payloads[0]))
+            assert seen.status == "ok" and (seen.text or seen.stdout).strip() == "gone", seen
+        finally:
+            await executor.aclose()
+            await box.aclose()
