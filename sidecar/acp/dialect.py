@@ -9,7 +9,7 @@ The core keeps one vocabulary; this module is the only place that knows both. Or
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
@@ -20,6 +20,7 @@ from sidecar.app import EXT_PREFIX
 # Orion's events that become `_orion/<name>` extension notifications (only for a client that asked for them).
 ORION_EVENTS = ("hook_started", "hook_progress", "hook_response", "projectContextChange", "contextSummaryUpdated",
                 "notification", "sandboxStatus", "log")
+MAX_TRACKED_SESSIONS = 1024  # event counters kept per connection (the most recently used)
 MAX_TRACKED_EXECUTIONS = 4096
 
 # Orion's stop reasons on ACP's: what ACP has a word for keeps it, the rest ends the turn and says why in _meta.
@@ -59,7 +60,10 @@ class AcpDialect:
         # A session's directory, for the absolute paths ACP asks for in tool calls (None: unknown, paths as given).
         self.cwd_of: Callable[[str], str | None] = cwd_of or (lambda _sid: None)
         self.wanted = events_wanted(client_capabilities)
-        self._seq: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
+        # Each session's next event number, the most recently used last: bounded, so a connection that starts and
+        # ends sessions for days keeps only the recent ones' counters (a session idle past that many others starts
+        # its numbers again; a client orders by it only within a run of events).
+        self._seq: OrderedDict[str, itertools.count[int]] = OrderedDict()
         # executionId -> toolCallId, from hook_started until hook_response: progress and response carry it too.
         self._tool_of_execution: dict[str, str] = {}
 
@@ -90,9 +94,19 @@ class AcpDialect:
             return self._tool_of_execution.pop(execution, None)
         return self._tool_of_execution.get(execution)
 
+    def _next_seq(self, sid: str) -> int:
+        counter = self._seq.get(sid)
+        if counter is None:
+            counter = self._seq[sid] = itertools.count(1)
+            if len(self._seq) > MAX_TRACKED_SESSIONS:
+                self._seq.popitem(last=False)
+        else:
+            self._seq.move_to_end(sid)
+        return next(counter)
+
     def _extension(self, params: dict[str, Any], tool_call_id: str | None) -> dict[str, Any]:
         out = {key: value for key, value in params.items() if key != "toolUseId" and value is not None}
-        out["seq"] = next(self._seq[str(params.get("sessionId") or "")])
+        out["seq"] = self._next_seq(str(params.get("sessionId") or ""))
         out["timestamp"] = _now()
         if tool_call_id is not None:
             out["toolCallId"] = tool_call_id
