@@ -343,7 +343,7 @@ class SessionManager:
         `session/update`s: the user's prompts, the agent's messages, its tool calls and results."""
         from sidecar.transcript import history_updates
 
-        hook_paths.validate_session_id(session_id)
+        _valid_session_id(session_id)
         if session_id in self._sessions or session_id in self._starting:
             raise InvalidParams(f"session {session_id} is live; it needs no loading", data={"sessionId": session_id})
         known = await anyio.to_thread.run_sync(self.index.get, session_id)
@@ -383,7 +383,7 @@ class SessionManager:
         """Take a session off the list for good: a live one is ended first (its SessionEnd hooks run), then its
         entry in Orion's index and what Orion kept of it (its tracking files, a scripted session's CLI home) go.
         The user's own Claude Code transcripts of a real-model session stay: they are the CLI's, not Orion's."""
-        hook_paths.validate_session_id(session_id)
+        _valid_session_id(session_id)
         if session_id in self._sessions:
             await self.end(session_id, "other")
         known = await anyio.to_thread.run_sync(self.index.get, session_id)
@@ -958,6 +958,16 @@ def _weakens(option: str, value: Any) -> bool:
     if option == "permissionMode":
         return value in _WEAKER_MODES
     return False
+
+
+def _valid_session_id(session_id: str) -> None:
+    """A session id the client named, as a path component may hold it; -32602 naming the rule otherwise."""
+    from hooks.errors import InvalidSessionId
+
+    try:
+        hook_paths.validate_session_id(session_id)
+    except InvalidSessionId as exc:
+        raise InvalidParams(str(exc), data={"sessionId": str(session_id)[:200]}) from None
 
 
 def session_start_memory(project: Path, sources: list[str], config_dir: Path | None) -> list[tuple[Path, str]]:

@@ -52,6 +52,11 @@ async def test_malformed_acp_requests_are_refused_by_name_and_the_connection_liv
             assert old_shape.code == -32601  # ACP's own session methods exist once, in ACP's shape
             bad_ext = await refused(client, "_orion/hooks/list", {})
             assert bad_ext.code == -32602
+            for method in ("session/load", "session/resume", "session/delete"):  # an id that would be a path
+                bad_id = await refused(client, method, {"sessionId": "../../etc", "cwd": str(tmp_path), "mcpServers": []})
+                assert bad_id.code == -32602 and "invalid session id" in bad_id.message, (method, bad_id)
+            unknown = await refused(client, "session/delete", {"sessionId": "never-was"})
+            assert unknown.code == -32002
             await client.notify("session/cancel", {"sessionId": 12})  # a bad notification gets no answer and breaks nothing
             await client.notify("_orion/no-such-notification", {})
             listed = await client.request("_orion/hooks/list", {"projectDir": str(tmp_path)}, timeout=30)
