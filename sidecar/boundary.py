@@ -145,17 +145,17 @@ class BoxPlan:
         return tuple(dict.fromkeys([*self.hidden_dirs, *self.hidden_files, *self.read_only]))
 
     def bwrap_args(self, empty_file: str, net_dir: str, model_socket: str | None,
-                   shield: tuple[str, str] | None = None, *, tmp_dir: str | None = None,
-                   as_pid_1: bool = True) -> list[str]:
+                   shield: tuple[str, str] | None = None, *, tmp_dir: str | None = None) -> list[str]:
         """bubblewrap's options (no command): mounts in an order where a path's parent is always placed first.
         `net_dir` holds the sidecar's sockets (bound into the box read-only: a socket stays connectable);
         `shield` is the CLI's shield library (sidecar/cli_shield.py), (outside, inside), bound read-only.
-        A hook's box (sidecar/hook_box.py) has `tmp_dir`, a folder of the session's bound as its /tmp instead of
-        an empty one, and bubblewrap's own init as pid 1 (what the hook leaves behind is reaped, and ends with it)."""
-        # --as-pid-1: the CLI is the namespace's init, a direct child of the outer bwrap, which reaps it (with bwrap's own
-        # init in between, that init outlives the outer bwrap and is left for the host's pid 1 to reap).
-        args = ["--die-with-parent", "--new-session", "--unshare-pid", *(["--as-pid-1"] if as_pid_1 else []),
-                "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
+        The session's hook box (sidecar/hook_box.py) has `tmp_dir`, a folder of the session's bound as its /tmp
+        instead of an empty one."""
+        # --as-pid-1: the box's first program (the CLI; the hook box's spawner) is the namespace's init, a direct child
+        # of the outer bwrap, which reaps it (with bwrap's own init in between, that init outlives the outer bwrap and
+        # is left for the host's pid 1 to reap).
+        args = ["--die-with-parent", "--new-session", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-net",
+                "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for path in PROC_READ_ONLY:
             if os.path.exists(path):
