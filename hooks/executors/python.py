@@ -44,13 +44,7 @@ class _Launcher:
 
     @classmethod
     async def spawn(cls, python: str) -> _Launcher:
-        from hooks.launcher.frozen import helper_argv
-
-        # The launcher script under `python`, or in the self-contained build its own executable in the launcher
-        # role (sidecar/frozen.py), unless ORION_HOOK_PYTHON names another interpreter.
-        argv = ([python, "-u", str(CHILD_SCRIPT)] if python != sys.executable
-                else helper_argv("hook-launcher", CHILD_SCRIPT, unbuffered=True))
-        return await cls.start(argv)
+        return await cls.start(_launcher_argv(python))
 
     @classmethod
     async def start(cls, argv: list[str], env: dict[str, str] | None = None) -> _Launcher:
@@ -71,13 +65,9 @@ class _Launcher:
 
     @classmethod
     async def spawn_boxed(cls, python: str, box: Any, cwd: Path) -> _Launcher:
-        """A launcher for one hook, inside the session's hook box (sidecar/hook_box.py): a project's Python runs
-        there, with the box's environment; it ends after the hook (what the hook detached stays in the box)."""
-        from hooks.launcher.frozen import helper_argv
-
-        argv = ([python, "-u", str(CHILD_SCRIPT)] if python != sys.executable
-                else helper_argv("hook-launcher", CHILD_SCRIPT, unbuffered=True))
-        boxed = await box.start(argv, cwd, dict(os.environ), b"")
+        """A launcher inside the session's hook box (sidecar/hook_box.py): a project's Python runs there, with the
+        box's environment; kept warm in the box for the session's next boxed python hook, and ended with it."""
+        boxed = await box.start(_launcher_argv(python), cwd, dict(os.environ), b"")
         return cls(await _BoxedLauncherProcess.wrap(boxed))  # type: ignore[arg-type]
 
     @property
@@ -139,6 +129,16 @@ class _Launcher:
             async with asyncio.timeout(timeout):
                 return await self.proc.wait()
         return self.proc.returncode
+
+
+def _launcher_argv(python: str) -> list[str]:
+    """The launcher script under `python`, or in the self-contained build its own executable in the launcher role
+    (sidecar/frozen.py), unless ORION_HOOK_PYTHON names another interpreter."""
+    from hooks.launcher.frozen import helper_argv
+
+    if python != sys.executable:
+        return [python, "-u", str(CHILD_SCRIPT)]
+    return helper_argv("hook-launcher", CHILD_SCRIPT, unbuffered=True)
 
 
 def _idle_boxed(box: Any) -> _Launcher | None:
