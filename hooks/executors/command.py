@@ -104,6 +104,10 @@ _ORION_PREFIX = "ORION_"
 _ORION_KEPT = frozenset({"ORION_SIDECAR_RUN"})
 
 
+def _without_orion(environ: Any) -> dict[str, str]:
+    return {k: v for k, v in environ.items() if not k.startswith(_ORION_PREFIX) or k in _ORION_KEPT}
+
+
 class _BaseEnv:
     """os.environ as a plain dict, without Orion's own variables, copied again only when the environment changed
     (names or values)."""
@@ -119,9 +123,9 @@ class _BaseEnv:
         # CPython's encoded store compares in one C-level dict comparison.
         raw = getattr(os.environ, "_data", None)
         if raw is None:
-            return {k: v for k, v in os.environ.items() if not k.startswith(_ORION_PREFIX) or k in _ORION_KEPT}
+            return _without_orion(os.environ)
         if raw != self._raw:
-            self._env = {k: v for k, v in os.environ.items() if not k.startswith(_ORION_PREFIX) or k in _ORION_KEPT}
+            self._env = _without_orion(os.environ)
             self._raw = dict(raw)
         return self._env.copy()
 
@@ -188,7 +192,7 @@ class CommandExecutor:
                 fh.write(data)
             env["HOOK_PAYLOAD_FILE"] = payload_file
         try:
-            # A project's code (or any hook while the project is untrusted) starts inside the session's hook box.
+            # A project's hook (or a user's settings hook while the project is untrusted) starts in the hook box.
             return await _Run(call, argv, cwd, env, data, self.kill_grace_s, self.helpers,
                               box if boxed else None).go()
         finally:
