@@ -215,17 +215,17 @@ class SessionRequest:
     @classmethod
     def of(cls, project_dir: str, *, vault_dir: str | None = None, builtin_hooks: bool | list[str] | None = None,
            sandbox: str | None = None, additional_dirs: list[str] | None = None, **options: Any) -> SessionRequest:
+        project = existing_dir(project_dir, "projectDir")
         roots = []
         for value in additional_dirs or []:
             if not Path(value).is_absolute():
                 raise InvalidParams(f"additionalDirectories must be absolute paths: {value!r}",
                                     data={"additionalDirectories": additional_dirs})
             roots.append(existing_dir(value, "additionalDirectories"))
-        return cls(project=existing_dir(project_dir, "projectDir"),
+        return cls(project=project,
                    vault=existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None,
                    builtin=builtin_selection(builtin_hooks), sandbox_mode=sandbox,
-                   roots=tuple(dict.fromkeys(r for r in roots if r != existing_dir(project_dir, "projectDir"))),
-                   **options)
+                   roots=tuple(dict.fromkeys(r for r in roots if r != project)), **options)
 
     def key(self) -> str:
         """Every parameter: a prepared session is taken over only by an identical request."""
