@@ -249,7 +249,7 @@ class _Spawner:
 
 class HookBox:
     """One session's hook box: which hooks go in (`covers`) and starting one inside (`start`). The box itself (its
-    folder, /tmp, proxy relay, bubblewrap and the spawner) comes up with the first boxed hook; `close()` ends it."""
+    folder, /tmp, proxy relay, bubblewrap and the spawner) comes up with the first boxed hook; `aclose()` ends it."""
 
     def __init__(self, boundary: Any, trusted: Callable[[], bool], sources: Iterable[str],
                  withheld: Iterable[str] = (), untrusted_sources: Iterable[str] = (),
@@ -279,7 +279,7 @@ class HookBox:
 
     # ------------------------------------------------------------------ the box
 
-    def _open_folder(self) -> tuple[box_mod.Box, list[str]]:
+    def _open_folder(self) -> tuple[box_mod.Box, str]:
         """Blocking: the box's folder, /tmp and proxy relay, and bubblewrap's arguments."""
         # No model endpoint: hooks do not talk to the model (prompt and agent hooks run in the sidecar).
         plan = dataclasses.replace(self.boundary.plan, model_endpoint=None)
@@ -298,7 +298,7 @@ class HookBox:
             box.close()
             raise
         self._tmp = tmp
-        return box, [args_file]
+        return box, args_file
 
     def _plugin_binds(self) -> list[str]:
         """A boxed plugin hook's own files: its plugin's folder read-only, its data folder writable, even where the
@@ -335,7 +335,7 @@ class HookBox:
             if self._spawner is not None:  # it died (killed from outside): a new one, in a new box
                 log.warning("the session's hook box ended early (%s); starting another", self._spawner.dead)
                 await self._close_now()
-            box, (args_file,) = await asyncio.to_thread(self._open_folder)
+            box, args_file = await asyncio.to_thread(self._open_folder)
             self._box = box
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             # Above the descriptors cli_exec.sh and bwrap use (3), inherited by the spawner and nothing else.
