@@ -70,6 +70,9 @@ async def _write_forever(data: Path, project: Path, seed: int) -> None:
             await runner.fire("Stop", {**base, "stop_hook_active": False, "last_assistant_message": f"done {turn}: {words}"}, ctx)
             await runner.fire("PreCompact", {**base, "trigger": "auto", "custom_instructions": words}, ctx)
             if n == 0 and turn == 1:
+                # The memory hooks run after the answer: ready once their first writes are committed,
+                # so every kill lands on a store that exists (the store's own creation is checked too).
+                await runner.drain()
                 await runner.flush_tracking()
                 ready.set()
 
@@ -134,6 +137,9 @@ def _check_db(path: Path, out: Check) -> None:
             rows = conn.execute("PRAGMA integrity_check").fetchall()
             if rows != [("ok",)]:
                 out.problems.append(f"{path.name}: integrity_check: {rows[:5]}")
+            if conn.execute("PRAGMA user_version").fetchone()[0] == 0 and not conn.execute(
+                    "SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                return  # killed before the store's first migration committed: empty, and the next open creates it
             try:
                 conn.execute("INSERT INTO memory_fts(memory_fts) VALUES('integrity-check')")
             except sqlite3.DatabaseError as exc:

@@ -155,10 +155,6 @@ class HookRunner:
 
         task.add_done_callback(done)
 
-    def flush_tracking(self, timeout: float = 5.0) -> bool:
-        """Write out the tracking records taken so far (blocking: call off the event loop)."""
-        return self._tracker.flush(timeout)
-
     async def drain(self, timeout: float | None = None) -> bool:
         """Wait until the bookkeeping queued so far has run (each hook is bounded by its own timeout);
         False if ``timeout`` ran out first. Readers of what it records call this first (read your own writes)."""
@@ -189,6 +185,7 @@ class HookRunner:
         await asyncio.to_thread(self._tracker.close)
 
     async def flush_tracking(self) -> None:
+        """Write out the tracking records taken so far (the file writes run off the event loop)."""
         await asyncio.to_thread(self._tracker.flush)
 
     # ------------------------------------------------------------------ selection and order

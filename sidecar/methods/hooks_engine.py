@@ -167,7 +167,7 @@ def register(app: SidecarApp) -> None:
             raise InvalidParams(str(exc), data={"since": params.since, "until": params.until}) from None
         project = existing_dir(params.project_dir, "projectDir") if params.project_dir else None
         for session in manager.live_sessions():  # what live sessions tracked so far is counted too
-            await anyio.to_thread.run_sync(session.runner.flush_tracking)
+            await session.runner.flush_tracking()
         rows = await anyio.to_thread.run_sync(lambda: hook_stats(
             manager.settings.data_dir, session_id=params.session_id, project_dir=project, since=since, until=until))
         return {"hooks": rows}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -84,3 +85,23 @@ def test_the_oracle_reports_what_a_crash_must_never_leave(tmp_path: Path) -> Non
     assert any("swallowed the next one" in p for p in problems), problems
     assert any(p.startswith("continuity/conv.json") for p in problems), problems
     assert any("observations has 1 rows but memory_fts has 0" in p for p in problems), problems
+
+
+def test_a_store_killed_before_its_first_commit_is_empty_not_corrupt_and_opens_again(tmp_path: Path) -> None:
+    """The store creates its file (private) before SQLite writes the schema in one transaction: a kill between
+    the two leaves an empty database, which the oracle accepts and the next open migrates; a schema with a table
+    missing is still reported."""
+    from hooks.memory.store import MemoryStore
+    from hooks.private_files import open_private
+
+    os.close(open_private(tmp_path / "memory.sqlite3", os.O_RDWR))
+    assert bench.check(tmp_path).problems == []
+    store = MemoryStore(tmp_path / "memory.sqlite3")
+    try:
+        assert store.search("anything", limit=5) == []
+    finally:
+        store.close()
+    db = sqlite3.connect(str(tmp_path / "memory.sqlite3"))
+    db.execute("DROP TABLE observations")
+    db.close()
+    assert any("no such table: observations" in p for p in bench.check(tmp_path).problems)
