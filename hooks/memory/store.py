@@ -32,12 +32,15 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from hooks.memory.config import MemoryConfig, MemoryConfigError, install_id, load_config
+from hooks.memory.embedder import embedder_status, get_embedder
+from hooks.memory.ranking import fuse, meaning_snippet, meaning_why, public, text_why
+from hooks.memory.vectors import VectorIndex
 from hooks.private_files import fix_file_mode, open_private, private_data_dir
 from hooks.redaction import redact
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA_V1 = """
@@ -114,7 +117,34 @@ INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_
     FROM session_summaries;
 """
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# v3: search by meaning (hooks/memory/vectors.py): each item's vector and its code blocks, and which model made them.
+_SCHEMA_V3 = """
+CREATE TABLE memory_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE memory_vectors (
+    item INTEGER PRIMARY KEY,
+    block INTEGER NOT NULL,
+    slot INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE TABLE memory_vector_blocks (
+    id INTEGER PRIMARY KEY,
+    project TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    items BLOB NOT NULL,
+    codes BLOB NOT NULL
+);
+CREATE INDEX memory_vector_blocks_by_project ON memory_vector_blocks (project, id);
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+SEARCH_MODES = ("hybrid", "text", "meaning")
+FUSE_DEPTH = 50  # hybrid: how many hits of each ranking are fused
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.): a hit's share is 1 / (RRF_K + rank)
+BACKFILL_BATCH = 256
+_TEXTS_AFTER = "SELECT rowid, project, text FROM memory_fts WHERE rowid > ? ORDER BY rowid LIMIT ?"
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 16
@@ -180,6 +210,8 @@ class MemoryStore:
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._migrate()
+        self._vectors = VectorIndex("?")
+        self._model_checked: str | None = None  # the model whose vectors this file holds, once checked
 
     # ------------------------------------------------------------------ plumbing
 
@@ -264,6 +296,8 @@ class MemoryStore:
         now = self._clock()
         text = redact(text)  # every text column passes the one redaction, whoever the caller is
 
+        embedded = self._embed([text])
+
         def tx(conn: sqlite3.Connection) -> None:
             self._ensure_session(conn, session_id, project, now)
             row = conn.execute(
@@ -273,6 +307,7 @@ class MemoryStore:
                 (session_id, prompt_number, text, now),
             ).fetchone()
             _replace_fts(conn, -2 * int(row[0]), text, "prompt", prompt_number, session_id, project, now)
+            self._index(conn, project, [-2 * int(row[0])], embedded)
 
         self._write(tx)
 
@@ -284,6 +319,8 @@ class MemoryStore:
         now = self._clock()
         tool_name, text = redact(tool_name), redact(text)
 
+        embedded = self._embed([text])
+
         def tx(conn: sqlite3.Connection) -> int:
             self._ensure_session(conn, session_id, project, now)
             cur = conn.execute(
@@ -291,10 +328,11 @@ class MemoryStore:
                 (session_id, project, prompt_number, tool_name, text, now),
             )
             rowid = int(cur.lastrowid or 0)
-            conn.execute(
+            fts = conn.execute(
                 "INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at) VALUES (?, 'observation', ?, ?, ?, ?)",
                 (text, rowid, session_id, project, now),
             )
+            self._index(conn, project, [int(fts.lastrowid or 0)], embedded)
             return rowid
 
         return self._write(tx)
@@ -304,6 +342,7 @@ class MemoryStore:
         now = self._clock()
         request, outcome = redact(request), redact(outcome)
         text = f"{request}\n{outcome}".strip()
+        embedded = self._embed([text])
 
         def tx(conn: sqlite3.Connection) -> None:
             self._ensure_session(conn, session_id, project, now)
@@ -315,6 +354,7 @@ class MemoryStore:
                 (session_id, project, prompt_number, request, outcome, now),
             ).fetchone()
             _replace_fts(conn, -2 * int(row[0]) - 1, text, "summary", prompt_number, session_id, project, now)
+            self._index(conn, project, [-2 * int(row[0]) - 1], embedded)
 
         self._write(tx)
 
@@ -363,13 +403,28 @@ class MemoryStore:
             ),
         )
 
-    def search(self, query: str, *, project: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
-        """Full-text search over prompts, observations and summaries, best match first."""
+    def search(self, query: str, *, project: str | None = None, limit: int = 20,
+               mode: str = "hybrid") -> list[dict[str, Any]]:
+        """Prompts, observations and summaries by words (`text`), by meaning (`meaning`) or both fused (`hybrid`),
+        best first; each hit says why it matched (hooks/memory/ranking.py). Without the embedding model, `hybrid`
+        ranks by words alone and `meaning` finds nothing (memory status says why)."""
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
+        depth = limit if mode == "text" else max(limit, FUSE_DEPTH)
+        text_hits = self._text_hits(query, project, depth) if mode != "meaning" else []
+        meaning_hits = self._meaning_hits(query, project, depth) if mode != "text" else []
+        if mode == "text":
+            return [public(h) for h in text_hits[:limit]]
+        if mode == "meaning":
+            return [public({**h, "score": h["why"]["meaning"]["similarity"]}) for h in meaning_hits[:limit]]
+        return [public(h) for h in fuse(text_hits, meaning_hits, limit=limit, k=RRF_K)]
+
+    def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
         match = fts_query(query)
         if match is None:
             return []
         sql = (
-            "SELECT kind, session_id, project, text, created_at,"
+            "SELECT rowid AS item, kind, session_id, project, text, created_at,"
             " snippet(memory_fts, 0, '«', '»', '…', 16) AS snippet, bm25(memory_fts) AS rank"
             " FROM memory_fts WHERE memory_fts MATCH ?"
         )
@@ -379,20 +434,144 @@ class MemoryStore:
             params.append(project)
         sql += " ORDER BY rank LIMIT ?"
         params.append(limit)
-        rows = self._read(sql, tuple(params))
-        return [
-            {
-                "kind": r["kind"],
-                "sessionId": r["session_id"],
-                "project": r["project"],
-                "text": r["text"],
-                "snippet": r["snippet"],
-                "createdAt": iso_utc(float(r["created_at"])),
-                # bm25 is lower-is-better and negative; flip it so a bigger score is a better match.
-                "score": round(-float(r["rank"]), 6),
-            }
-            for r in rows
-        ]
+        # bm25 is lower-is-better and negative; flip it so a bigger score is a better match.
+        return [_hit(r, r["snippet"], -float(r["rank"]), {"text": text_why(n, -float(r["rank"]))})
+                for n, r in enumerate(self._read(sql, tuple(params)), 1)]
+
+    def _meaning_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
+        embedder = get_embedder()
+        if embedder is None or not query.strip():
+            return []
+        vector = embedder.embed([query])
+        if not vector.any():
+            return []
+        codes = embedder.codes(vector)
+        with self._lock:
+            if self._current_model(embedder) is None:
+                return []
+            nearest = self._vectors.nearest(self._conn, vector[0], codes[0], project=project or None, k=limit)
+            hits = []
+            for n, (item, similarity) in enumerate(nearest, 1):
+                row = self._conn.execute("SELECT rowid AS item, kind, session_id, project, text, created_at"
+                                         " FROM memory_fts WHERE rowid = ?", (item,)).fetchone()
+                if row is not None and (not project or row["project"] == project):
+                    hits.append(_hit(row, meaning_snippet(row["text"]), similarity,
+                                     {"meaning": meaning_why(n, similarity)}))
+        return hits
+
+    # ------------------------------------------------------------------ vectors
+
+    def _embed(self, texts: list[str]) -> tuple[Any, Any] | None:
+        """The texts' vectors and codes (outside any lock: ~0.1–1.5 ms a text), or None without the model."""
+        embedder = get_embedder()
+        if embedder is None:
+            return None
+        try:
+            vectors = embedder.embed(texts)
+        except Exception as exc:  # a text the tokenizer chokes on costs its vector, never the row
+            log.warning("memory: could not embed a text (%s); the backfill will retry it", exc)
+            return None
+        if self._model_checked != embedder.model_id:
+            with self._lock:
+                self._current_model(embedder)
+        return vectors, embedder.codes(vectors)
+
+    def _current_model(self, embedder: Any) -> str | None:
+        """Under the lock: make sure the file's vectors are this model's (another model's are dropped, once)."""
+        if self._model_checked == embedder.model_id:
+            return self._model_checked
+        row = self._conn.execute("SELECT value FROM memory_meta WHERE key = 'embedding_model'").fetchone()
+        if row is None or row[0] != embedder.model_id:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._conn.execute("SELECT value FROM memory_meta WHERE key = 'embedding_model'").fetchone()
+                if row is None or row[0] != embedder.model_id:
+                    if row is not None:
+                        log.info("memory: the embedding model changed (%s -> %s); the vectors are made again",
+                                 row[0], embedder.model_id)
+                    self._vectors.clear(self._conn)
+                    self._conn.execute("INSERT INTO memory_meta (key, value) VALUES ('embedding_model', ?)"
+                                       " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (embedder.model_id,))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        self._model_checked = embedder.model_id
+        return self._model_checked
+
+    def _index(self, conn: sqlite3.Connection, project: str, items: list[int], embedded: tuple[Any, Any] | None) -> None:
+        """Inside a write: the items' vectors, when the model made them and the file holds this model's vectors."""
+        if embedded is None:
+            return  # no model: the backfill adds it once there is one
+        vectors, codes = embedded
+        if not vectors.any():
+            return
+        self._vectors.put(conn, project, items, vectors, codes)
+
+    def vector_status(self) -> dict[str, Any]:
+        """How much of the memory has vectors: {model, embedded, items, available, reason?}."""
+        embedder = get_embedder()
+        with self._lock:
+            items = int(self._conn.execute("SELECT count(*) FROM memory_fts").fetchone()[0])
+            embedded = self._vectors.count(self._conn)
+            row = self._conn.execute("SELECT value FROM memory_meta WHERE key = 'embedding_model'").fetchone()
+        status = {"items": items, "embedded": embedded, "model": row[0] if row else None, **embedder_status()}
+        if embedder is not None and status["model"] not in (None, embedder.model_id):
+            status["embedded"] = 0  # another model's vectors: all made again at the next backfill
+        return status
+
+    def backfill(self, *, batch: int = BACKFILL_BATCH, progress: Callable[[int, int], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> int:
+        """Embed every item that has no vector yet, `batch` items per transaction (resumable: a stop or a crash
+        keeps what was committed and the next run goes on). Returns how many were embedded; `progress(done,
+        left)` after each batch."""
+        embedder = get_embedder()
+        if embedder is None:
+            return 0
+        with self._lock:
+            self._current_model(embedder)
+            left = int(self._conn.execute("SELECT count(*) FROM memory_fts").fetchone()[0]) - self._vectors.count(self._conn)
+        done, after = 0, None
+        while left > 0 and not (should_stop and should_stop()):
+            with self._lock:
+                rows = self._vectors.missing(self._conn, after=after, limit=batch, texts_sql=_TEXTS_AFTER)
+            if not rows:
+                break
+            after = rows[-1][0]
+            vectors = embedder.embed([text for _, _, text in rows])
+            codes = embedder.codes(vectors)
+
+            def tx(conn: sqlite3.Connection, rows=rows, vectors=vectors, codes=codes) -> None:
+                if self._model_checked != embedder.model_id:
+                    return
+                keep = [n for n in range(len(rows)) if vectors[n].any()]
+                by_project: dict[str, list[int]] = {}
+                for n in keep:
+                    by_project.setdefault(rows[n][1], []).append(n)
+                for project, ns in by_project.items():
+                    # a row a writer indexed meanwhile is replaced by the same vector: harmless
+                    self._vectors.put(conn, project, [rows[n][0] for n in ns], vectors[ns], codes[ns])
+
+            self._write(tx)
+            done += len(rows)
+            left = max(0, left - len(rows))
+            if progress is not None:
+                progress(done, left)
+        return done
+
+
+def _hit(row: Any, snippet: str, score: float, why: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "key": int(row["item"]),
+        "kind": row["kind"],
+        "sessionId": row["session_id"],
+        "project": row["project"],
+        "text": row["text"],
+        "snippet": snippet,
+        "createdAt": iso_utc(float(row["created_at"])),
+        "score": round(score, 6),
+        "why": why,
+    }
 
 
 def _split_sql(script: str) -> list[str]:
