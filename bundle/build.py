@@ -68,6 +68,8 @@ def pyinstaller_args(name: str, dist: Path, work: Path) -> list[str]:
     for package in ("jsonrpcserver", "anyio", "opentelemetry"):
         args += ["--collect-submodules", package]
     args += ["--collect-all", "claude_agent_sdk", "--copy-metadata", "claude-agent-sdk"]
+    # The embedding model's two files (hooks/memory/embedder.py reads them; the package itself is never imported).
+    args += ["--collect-data", "wordllama", "--copy-metadata", "wordllama"]
     # Nothing at run time needs them, and their runtime hooks import pkg_resources at every launch (~150 ms).
     excluded = ["setuptools", "pkg_resources", "distutils", "pip"]
     # The build venv's test tools, reached through plugin modules (anyio's pytest plugin): never used by the sidecar.

@@ -32,6 +32,10 @@ def run_role(argv: list[str]) -> int | None:
             return box_spawner.main(int(rest[0]))
         sys.stderr.write("usage: --orion-run box-spawner FD\n")
         return 2
+    if role == "memory-backfill":
+        from hooks.memory.__main__ import main as memory_main
+
+        return memory_main(["backfill", *rest])
     sys.stderr.write(f"unknown role {role!r}; one of: {', '.join(ROLES)}\n")
     return 2
 

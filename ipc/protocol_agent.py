@@ -333,11 +333,28 @@ class HooksStatsResult(WireModel):
 
 
 class MemorySearchParams(WireModel):
-    """Full-text search over remembered prompts, observations and summaries."""
+    """Search remembered prompts, observations and summaries by words, by meaning, or both (docs/MEMORY.md)."""
 
     query: str
     project: str | None = None
     limit: int = Field(default=10, ge=1, le=100)
+    # hybrid: both rankings fused by reciprocal rank; text: full-text only; meaning: the embedding model only.
+    mode: Literal["hybrid", "text", "meaning"] = "hybrid"
+
+
+class MemoryTextMatch(WireModel):
+    rank: int  # 1 = the best full-text match
+    score: float  # the full-text score (bigger is better)
+
+
+class MemoryMeaningMatch(WireModel):
+    rank: int  # 1 = the closest in meaning
+    similarity: float  # cosine similarity of the embeddings, -1..1
+
+
+class MemoryHitWhy(WireModel):
+    text: MemoryTextMatch | None = None
+    meaning: MemoryMeaningMatch | None = None
 
 
 class MemoryHit(WireModel):
@@ -345,13 +362,34 @@ class MemoryHit(WireModel):
     session_id: str
     project: str
     text: str
-    snippet: str
+    snippet: str  # full-text hits mark the matched words with « »; a hit by meaning alone shows the text's start
     created_at: str
-    score: float
+    score: float  # hybrid: the fused score; text: the full-text score; meaning: the similarity
+    why: MemoryHitWhy
+    matched_by: list[Literal["text", "meaning"]]
 
 
 class MemorySearchResult(WireModel):
     results: list[MemoryHit]
+
+
+class MemoryBackfill(WireModel):
+    # idle: not started in this sidecar; checking; running; done; stopped; failed; unavailable (no model)
+    state: str
+    done: int = 0  # items embedded by this run so far
+    left: int | None = None  # items still without a vector (null until checked)
+    error: str | None = None
+
+
+class MemoryStatusResult(WireModel):
+    backend: Literal["sqlite", "postgres"]
+    up: bool  # the store answers (a team database may be unreachable; writes are spooled meanwhile)
+    items: int | None = None  # prompts, observations and summaries stored (null when the store is down)
+    embedded: int | None = None  # of those, how many have a vector for search by meaning
+    model: str | None = None  # the embedding model the vectors were made with
+    meaning_available: bool  # whether the embedding model loads here
+    reason: str | None = None  # why it does not, when it does not
+    backfill: MemoryBackfill
 
 
 # --------------------------------------------------------------------------- sidecar → frontend request

@@ -97,7 +97,11 @@ METHODS: dict[str, MethodSpec] = dict([
     _m("hooks/test", "HooksTestParams", "HooksTestResult", "Fire an event with a payload through the hook engine, no agent."),
     _m("hooks/stats", "HooksStatsParams", "HooksStatsResult",
        "Per hook, from the tracking records: runs, p50/p95/max duration, failures, timeouts, blocks."),
-    _m("memory/search", "MemorySearchParams", "MemorySearchResult", "Search remembered prompts, observations and summaries."),
+    _m("memory/search", "MemorySearchParams", "MemorySearchResult",
+       "Search remembered prompts, observations and summaries by words, by meaning or both (`mode`)."),
+    _m("memory/status", "Empty", "MemoryStatusResult",
+       "The memory's backend, how much of it has vectors for search by meaning, and the background backfill's "
+       "progress (which this call starts when items lack vectors)."),
 ])
 
 # Sidecar → frontend requests (the frontend must answer).

@@ -12,6 +12,7 @@ import anyio.to_thread
 from hooks.builtin.common import BuiltinEnv, Options, as_text, clip, context
 from hooks.builtin.env_isolation import display_command
 from hooks.builtin.transcript import last_messages
+from hooks.memory.backfill import JOB as BACKFILL
 from hooks.memory.identity import ProjectIdentity, project_identity
 from hooks.memory.store import MemoryStore, memory_exists, open_store
 from hooks.memory.tags import strip_tags, strip_tags_value
@@ -106,6 +107,7 @@ def make_memory_context(opts: Options, env: BuiltinEnv) -> HookFunction:
     async def memory_context(payload: dict[str, Any], ctx: HookContext) -> HookOutput | None:
         if not await anyio.to_thread.run_sync(memory_exists, env.data(ctx)):
             return None
+        BACKFILL.kick(env.data(ctx))  # memory stored before search by meaning existed gets its vectors, in the background
         store = await store_for(ctx)
         project = await _project(env, ctx, payload)
         key = store.project_key(project.id, project.path)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROLE_FLAG = "--orion-run"
-ROLES = ("watchdog", "hook-launcher", "box-spawner")
+ROLES = ("watchdog", "hook-launcher", "box-spawner", "memory-backfill")
 
 
 def is_frozen() -> bool:

@@ -1,4 +1,5 @@
-"""`python -m hooks.memory`: which memory backend is in use, and importing a local SQLite memory into the team database."""
+"""`python -m hooks.memory`: which memory backend is in use, importing a local SQLite memory into the team database,
+and embedding stored memory for search by meaning (`backfill`)."""
 
 from __future__ import annotations
 
@@ -56,17 +57,30 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if status.get("up") else 1
 
 
+def cmd_backfill(args: argparse.Namespace) -> int:
+    from hooks.memory.backfill import run_backfill
+
+    return run_backfill(Path(args.data_dir) if args.data_dir else default_data_dir(), progress=args.progress,
+                        nice=args.nice)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hooks.memory", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, func, helptext in (
         ("import-to-postgres", cmd_import, "copy <data dir>/memory.sqlite3 into the PostgreSQL memory (idempotent)"),
         ("status", cmd_status, "the backend in use, whether it answers, and writes waiting for it (exit 1 when down)"),
+        ("backfill", cmd_backfill, "embed the stored items that have no vector yet (resumable; exit 2 without the "
+                                   "embedding model)"),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--data-dir", default=None, help="Orion's data directory (default: $ORION_DATA_DIR or its default)")
         p.add_argument("--url", default=None, help="postgresql:// URL (default: ORION_MEMORY_URL, else memory.url in "
                                                    "the user's settings)")
+        if name == "backfill":
+            p.add_argument("--progress", choices=("text", "json"), default="text",
+                           help="progress on stderr as text (default), or one JSON object per batch on stdout")
+            p.add_argument("--nice", type=int, default=0, help="lower this process's CPU priority by this much")
         p.set_defaults(func=func)
     args = parser.parse_args(argv)
     try:

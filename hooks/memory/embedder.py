@@ -22,6 +22,7 @@ import importlib.util
 import json
 import logging
 import struct
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,9 +58,12 @@ def model_files() -> ModelFiles:
         spec = importlib.util.find_spec("wordllama")
     except (ImportError, ValueError):
         spec = None
-    if spec is None or not spec.submodule_search_locations:
+    if spec is not None and spec.submodule_search_locations:
+        root = Path(list(spec.submodule_search_locations)[0])
+    elif getattr(sys, "frozen", False) and (Path(getattr(sys, "_MEIPASS", "")) / "wordllama").is_dir():
+        root = Path(sys._MEIPASS) / "wordllama"  # the built app carries the data files only (bundle/build.py)
+    else:
         raise EmbedderUnavailable("the 'wordllama' package (the embedding model's weights) is not installed")
-    root = Path(list(spec.submodule_search_locations)[0])
     weights, tokenizer = root.joinpath(*_WEIGHTS), root.joinpath(*_TOKENIZER)
     for path in (weights, tokenizer):
         if not path.is_file():

@@ -1,4 +1,4 @@
-"""`memory/search`: full-text search over the memory store, shaped as the JSON-RPC method returns it."""
+"""`memory/search`: search of the memory store by words, by meaning or both, shaped as the JSON-RPC method returns it."""
 
 from __future__ import annotations
 
@@ -16,16 +16,16 @@ MAX_LIMIT = 100
 
 
 async def search_memory(
-    data_dir: Path, query: str, *, project: str | None = None, limit: int = DEFAULT_LIMIT
+    data_dir: Path, query: str, *, project: str | None = None, limit: int = DEFAULT_LIMIT, mode: str = "hybrid"
 ) -> list[dict[str, Any]]:
-    """Full-text search (FTS5, or Postgres' on a team database): `[{kind, sessionId, project, text, snippet, createdAt, score}]`, best first.
+    """`[{kind, sessionId, project, text, snippet, createdAt, score, why, matchedBy}]`, best first.
 
-    `kind` is "prompt", "observation" or "summary"; `snippet` marks the matched
-    words with « »; `createdAt` is ISO 8601 UTC; `project` is the project's id
-    (hooks/memory/identity.py), and the `project` filter takes an id or the
-    project's folder path; a bigger `score` is a better
-    match. The query is plain words (all required; FTS operators are not
-    interpreted). An empty query or a missing database gives [].
+    `mode`: "text" ranks by words (FTS5, or Postgres' on a team database), "meaning" by the local embedding
+    model (hooks/memory/embedder.py), "hybrid" fuses both (hooks/memory/ranking.py). `kind` is "prompt",
+    "observation" or "summary"; `snippet` marks the matched words with « »; `createdAt` is ISO 8601 UTC;
+    `project` is the project's id (hooks/memory/identity.py), and the `project` filter takes an id or the
+    project's folder path; a bigger `score` is a better match. The words of a query are plain words (all
+    required; FTS operators are not interpreted). An empty query or a missing database gives [].
     """
     limit = max(1, min(int(limit), MAX_LIMIT))
     if not query.strip():
@@ -39,7 +39,7 @@ async def search_memory(
         key = lookup_project(data_dir, project) if project else None
         if project and key and os.path.isabs(os.path.expanduser(project)):
             key = store.project_key(key, os.path.expanduser(project))
-        return store.search(query, project=key, limit=limit)
+        return store.search(query, project=key, limit=limit, mode=mode)
 
     return await anyio.to_thread.run_sync(run)
 
@@ -55,4 +55,7 @@ async def memory_search_method(params: dict[str, Any], *, data_dir: Path) -> lis
     limit = params.get("limit", DEFAULT_LIMIT)
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise ValueError("memory/search 'limit' must be an integer")
-    return await search_memory(data_dir, query, project=project, limit=limit)
+    mode = params.get("mode", "hybrid")
+    if mode not in ("hybrid", "text", "meaning"):
+        raise ValueError("memory/search 'mode' must be 'hybrid', 'text' or 'meaning'")
+    return await search_memory(data_dir, query, project=project, limit=limit, mode=mode)

@@ -1,4 +1,5 @@
-"""memory/search: full-text search over what the memory hooks stored."""
+"""memory/search and memory/status: search by words, by meaning or both over what the memory hooks stored, and how
+much of it is embedded."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ MEMORY_DRAIN_S = 10.0  # at most this long a search waits for pending memory wri
 
 
 def register(app: SidecarApp) -> None:
+    @app.on_shutdown
+    async def stop_backfill() -> None:
+        import sys
+
+        if "hooks.memory.backfill" in sys.modules:  # started only if memory was used
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(sys.modules["hooks.memory.backfill"].JOB.stop)
+
     @app.method("memory/search")
     async def memory_search(params: p.MemorySearchParams, call: CallContext) -> dict:
         from hooks.memory.search import search_memory
@@ -21,5 +31,46 @@ def register(app: SidecarApp) -> None:
         for session in manager.live_sessions():
             await session.runner.drain(timeout=MEMORY_DRAIN_S)
         data_dir = manager.settings.data_dir
-        results = await search_memory(data_dir, params.query, project=params.project, limit=params.limit)
+        if params.mode != "text":
+            from hooks.memory.backfill import JOB
+
+            JOB.kick(data_dir)  # what was stored before search by meaning existed gets its vectors
+        results = await search_memory(data_dir, params.query, project=params.project, limit=params.limit,
+                                      mode=params.mode)
         return {"results": results}
+
+    @app.method("memory/status")
+    async def memory_status(params: p.Empty, call: CallContext) -> dict:
+        import anyio.to_thread
+
+        from hooks.memory.backfill import JOB
+        from hooks.memory.store import memory_exists, open_store
+
+        data_dir = session_manager(app).settings.data_dir
+        JOB.kick(data_dir)
+
+        def read() -> dict:
+            from hooks.memory.embedder import embedder_status
+
+            if not memory_exists(data_dir):
+                model = embedder_status()
+                return {"backend": "sqlite", "up": True, "items": 0, "embedded": 0, "model": model.get("model"),
+                        "meaningAvailable": model["available"], "reason": model.get("reason")}
+            store = open_store(data_dir)
+            base = store.status()
+            out = {"backend": base["backend"], "up": bool(base.get("up"))}
+            try:
+                vectors = store.vector_status()
+            except Exception as exc:  # a team database that is down answers what it can
+                from hooks.memory.embedder import embedder_status
+
+                model = embedder_status()
+                return {**out, "meaningAvailable": model["available"], "reason": model.get("reason") or str(exc)}
+            return {**out, "items": vectors["items"], "embedded": vectors["embedded"], "model": vectors["model"],
+                    "meaningAvailable": vectors["available"], "reason": vectors.get("reason")}
+
+        result = await anyio.to_thread.run_sync(read)
+        backfill = JOB.status(data_dir)
+        result["backfill"] = {k: backfill.get(k) for k in ("state", "done", "left", "error")}
+        return result
+

@@ -64,21 +64,27 @@ async def test_a_session_leaves_prompts_observations_and_a_summary_without_priva
 async def test_search_finds_a_stored_observation(tmp_path):
     async with sandbox(tmp_path) as sb:
         await scripted_session(sb)
-        hits = await search_memory(sb.data, "retry_login")
+        hits = await search_memory(sb.data, "retry_login", mode="text")
         # The project filter takes the project's folder (or its id); a bare folder name matches nothing.
         by_method = await memory_search_method({"query": "login test", "project": str(sb.project), "limit": 5},
                                                data_dir=sb.data)
         by_name = await memory_search_method({"query": "login test", "project": "project"}, data_dir=sb.data)
         project_id = project_identity(sb.data, sb.project).id
         other_project = await memory_search_method({"query": "login", "project": "elsewhere"}, data_dir=sb.data)
-        private = await search_memory(sb.data, "4321")
+        private = await search_memory(sb.data, "4321", mode="text")
+        # by meaning, the nearest items come back, but nothing of the private part was stored to be found
+        private_by_meaning = await search_memory(sb.data, "4321 PIN hidden", mode="meaning")
     assert [h["kind"] for h in hits] == ["observation"]
+    assert hits[0]["matchedBy"] == ["text"] and hits[0]["why"]["text"]["rank"] == 1
     assert hits[0]["sessionId"] == "sess-1" and hits[0]["project"] == project_id
     assert "«retry_login»" in hits[0]["snippet"]
     assert hits[0]["createdAt"].endswith("Z")
     assert {h["kind"] for h in by_method} >= {"prompt", "observation", "summary"}
-    assert set(by_method[0]) == {"kind", "sessionId", "project", "text", "snippet", "createdAt", "score"}
+    assert set(by_method[0]) == {"kind", "sessionId", "project", "text", "snippet", "createdAt", "score", "why",
+                                 "matchedBy"}
+    assert by_method[0]["matchedBy"] == ["text", "meaning"]  # hybrid (the default): both rankings agree
     assert other_project == [] and private == [] and by_name == []
+    assert private_by_meaning and not any("4321" in h["text"] or "hidden" in h["text"] for h in private_by_meaning)
 
 
 @pytest.mark.asyncio

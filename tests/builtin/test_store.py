@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from hooks.memory.store import MemoryStore, SchemaTooNewError, fts_query, open_store
+from hooks.memory.store import SCHEMA_VERSION, MemoryStore, SchemaTooNewError, fts_query, open_store
 
 # Raw SQL for one session row (the Postgres table also records who wrote it).
 _INSERT_SESSION = {
@@ -20,7 +20,7 @@ _INSERT_SESSION = {
 def test_schema_is_versioned_in_wal_mode(tmp_path):
     store = MemoryStore(tmp_path / "m.sqlite3")
     assert store._read("PRAGMA journal_mode") == [{"journal_mode": "wal"}]
-    assert store._read("PRAGMA user_version") == [{"user_version": 2}]
+    assert store._read("PRAGMA user_version") == [{"user_version": SCHEMA_VERSION}]
     tables = {r["name"] for r in store._read("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
     assert {"sessions", "user_prompts", "observations", "session_summaries", "memory_fts",
             "observations_by_project", "sessions_by_project"} <= tables
@@ -69,7 +69,7 @@ def test_a_version_1_memory_is_migrated_in_place(tmp_path):
     conn.commit()
     conn.close()
     store = MemoryStore(path)
-    assert store._read("PRAGMA user_version") == [{"user_version": 2}]
+    assert store._read("PRAGMA user_version") == [{"user_version": SCHEMA_VERSION}]
     before = store._read("SELECT kind, text, project FROM memory_fts ORDER BY kind")
     assert [(r["kind"], r["text"], r["project"]) for r in before] == [
         ("prompt", "old prompt", "/p"), ("summary", "old request\nold outcome", "/p")]

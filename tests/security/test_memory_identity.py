@@ -213,7 +213,12 @@ async def test_real_sessions_in_two_folders_named_app(tmp_path: Path) -> None:
         await session(link, "again")
         mine_saw = request_text(run.model_requests("secret_output")[seen])
         mine_hits = (await run.request("memory/search", {"query": "cobaltheron", "project": str(mine)}))["results"]
-        their_hits = (await run.request("memory/search", {"query": "cobaltheron", "project": str(theirs)}))["results"]
+        their_hits = (await run.request("memory/search", {"query": "cobaltheron", "project": str(theirs),
+                                                          "mode": "text"}))["results"]
+        # by meaning, their project's own items come back (nearest is not a match), never the other folder's
+        their_near = (await run.request("memory/search", {"query": "cobaltheron", "project": str(theirs)}))["results"]
     assert "<memory-context>" in mine_saw and "cobaltheron" in mine_saw
     assert "cobaltheron" not in theirs_saw
     assert mine_hits and their_hits == []
+    assert not any("cobaltheron" in h["text"] for h in their_near)
+    assert {h["project"] for h in their_near} <= {project_identity(tmp_path / "data", theirs).id}

@@ -358,6 +358,13 @@ export interface McpCapabilities {
   sse: boolean;
 }
 
+export interface MemoryBackfill {
+  state: string;
+  done: number;
+  left: number | null;
+  error: string | null;
+}
+
 export interface MemoryHit {
   kind: "prompt" | "observation" | "summary";
   sessionId: string;
@@ -366,10 +373,38 @@ export interface MemoryHit {
   snippet: string;
   createdAt: string;
   score: number;
+  why: MemoryHitWhy;
+  matchedBy: ("text" | "meaning")[];
+}
+
+export interface MemoryHitWhy {
+  text: MemoryTextMatch | null;
+  meaning: MemoryMeaningMatch | null;
+}
+
+export interface MemoryMeaningMatch {
+  rank: number;
+  similarity: number;
 }
 
 export interface MemorySearchResult {
   results: MemoryHit[];
+}
+
+export interface MemoryStatusResult {
+  backend: "sqlite" | "postgres";
+  up: boolean;
+  items: number | null;
+  embedded: number | null;
+  model: string | null;
+  meaningAvailable: boolean;
+  reason: string | null;
+  backfill: MemoryBackfill;
+}
+
+export interface MemoryTextMatch {
+  rank: number;
+  score: number;
 }
 
 /** Something the user should see (from a Notification hook or the agent). */
@@ -740,11 +775,12 @@ export interface McpServerStdio {
   env?: EnvVariable[];
 }
 
-/** Full-text search over remembered prompts, observations and summaries. */
+/** Search remembered prompts, observations and summaries by words, by meaning, or both (docs/MEMORY.md). */
 export interface MemorySearchParams {
   query: string;
   project?: string | null;
   limit?: number;
+  mode?: "hybrid" | "text" | "meaning";
 }
 
 /** What `session/new` takes beyond ACP, sent as `_meta.orion` (ACP forbids custom root fields). */
@@ -848,6 +884,7 @@ export interface AcpMethods {
   "_orion/hooks/test": { params: HooksTestParams; result: HooksTestResult };
   "_orion/hooks/stats": { params: HooksStatsParams; result: HooksStatsResult };
   "_orion/memory/search": { params: MemorySearchParams; result: MemorySearchResult };
+  "_orion/memory/status": { params: Empty; result: MemoryStatusResult };
 }
 
 /** Requests the sidecar sends the client: params as received, results as the client answers. */

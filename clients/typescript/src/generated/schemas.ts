@@ -21,7 +21,8 @@ export const RESULT_SCHEMAS: Readonly<Record<string, string>> = {
   "_orion/hooks/trust": "HooksTrustResult",
   "_orion/hooks/test": "HooksTestResult",
   "_orion/hooks/stats": "HooksStatsResult",
-  "_orion/memory/search": "MemorySearchResult"
+  "_orion/memory/search": "MemorySearchResult",
+  "_orion/memory/status": "MemoryStatusResult"
 };
 
 export const NOTIFICATION_SCHEMAS: Readonly<Record<string, readonly string[]>> = {
