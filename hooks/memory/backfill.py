@@ -154,6 +154,16 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
 JOB = BackfillJob()
 
 
+def _stop_at_eof(stopping: threading.Event) -> None:
+    # The raw descriptor, not sys.stdin: a daemon thread blocked in a buffered read aborts the interpreter's exit.
+    try:
+        while os.read(0, 4096):
+            pass
+    except OSError:
+        pass
+    stopping.set()
+
+
 def run_backfill(data_dir: Path, *, progress: str = "text", nice: int = 0) -> int:
     """The backfill process's body (`python -m hooks.memory backfill`): embed what lacks a vector, report progress."""
     from hooks.memory.store import close_all_stores, open_store
@@ -166,7 +176,7 @@ def run_backfill(data_dir: Path, *, progress: str = "text", nice: int = 0) -> in
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     if progress == "json":  # started by a sidecar: stop when it is gone (stdin reaches EOF)
-        threading.Thread(target=lambda: (sys.stdin.buffer.read(), stopping.set()), daemon=True).start()
+        threading.Thread(target=_stop_at_eof, args=(stopping,), daemon=True).start()
     store = open_store(data_dir)
 
     def report(done: int, left: int) -> None:

@@ -104,9 +104,6 @@ class Embedder:
         self.matrix = matrix
         self.tokenizer = tokenizer
         self.model_id = model_id
-        # Codes are the signs around the vocabulary's mean vector, not around zero: every pooled vector leans the
-        # same way (the model's common direction), and signs around zero would leave many bits the same for all.
-        self.center = np.asarray(matrix, dtype=np.float32).mean(axis=0)
 
     @classmethod
     def load(cls) -> Embedder:
@@ -145,9 +142,11 @@ class Embedder:
         return self.embed([text])[0]
 
     def codes(self, vectors: np.ndarray) -> np.ndarray:
-        """Each vector's CODE_BYTES-byte binary code (one bit per dimension: above the center or not)."""
+        """Each vector's CODE_BYTES-byte binary code: one bit per dimension, its sign. (Measured on this project's
+        docs and the paraphrase set: ~95% of the bits split texts between 10/90 and 90/10; centering on the
+        vocabulary's mean made it worse, as pooled, unit-length text vectors do not share its scale.)"""
         np = self._np
-        return np.packbits(vectors > self.center, axis=1)
+        return np.packbits(vectors > 0, axis=1)
 
 
 _lock = threading.Lock()

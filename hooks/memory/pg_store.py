@@ -24,6 +24,13 @@ the caller: the session goes on without the database.
 - **Privacy**: every text is stripped of `<private>` (and the sidecar's
   injected blocks) and redacted here, before it is queued or sent, whatever
   the caller already did.
+- **Search by meaning**: hooks/memory/vectors.py's plain-table index (no
+  pgvector), its code blocks kept per (owner, team, shared, project) so a
+  scan reads only blocks the rows' own visibility rule lets it see. An item
+  is `row id * 4 + kind code` (prompt 1, observation 2, summary 3). A write's
+  vector is made when the write is applied, outside its transaction and
+  written inside it: a spooled write is embedded when it is replayed, so the
+  spool holds text only, in the format it always had.
 """
 
 from __future__ import annotations
@@ -35,19 +42,27 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from hooks.memory.config import SHARED_PREFIX, MemoryConfig, owner_of, shared_project
+from hooks.memory.embedder import CODE_BYTES, embedder_status, get_embedder
+from hooks.memory.ranking import fuse, meaning_snippet, meaning_why, public, text_why
 from hooks.memory.spool import Op, Spool
-from hooks.memory.store import ContextItems, SchemaTooNewError, fts_query, iso_utc
+from hooks.memory.store import (BACKFILL_BATCH, FUSE_DEPTH, RRF_K, SEARCH_MODES, ContextItems, SchemaTooNewError,
+                                fts_query, iso_utc)
 from hooks.memory.tags import strip_tags
+from hooks.memory.vectors import BLOCK, CANDIDATES, SCAN_BATCH, pack_vector, unpack_vectors
 from hooks.redaction import redact
+
+if TYPE_CHECKING:
+    import numpy as np
 
 T = TypeVar("T")
 log = logging.getLogger("hooks.memory")
@@ -56,9 +71,15 @@ log = logging.getLogger("hooks.memory")
 logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 SCHEMA = "orion_memory"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # pg_advisory_xact_lock's key: any constant every sidecar agrees on ("orion_me" as a big-endian int64).
 MIGRATION_LOCK = 0x6F72696F6E5F6D65
+# Taken shared by every vector write and exclusively by a change of embedding model, which drops every vector: no
+# write can leave a vector of the old model behind the change.
+MODEL_LOCK = MIGRATION_LOCK + 1
+# The two-key advisory locks (a key space apart from the one-key locks above) that serialise appends to one scope's
+# blocks: (VECTOR_LOCK_CLASS, hash of the scope).
+VECTOR_LOCK_CLASS = 0x6F726976
 CONNECT_TIMEOUT_S = 3
 POOL_WAIT_S = 2.0  # how long a write waits for a connection before it is queued instead (hooks time out at 10 s)
 POOL_MAX = 4
@@ -67,6 +88,7 @@ RETRY_MAX_S = 5.0
 TS_CONFIG = "english"  # stemming like FTS5's porter tokenizer
 
 _VISIBLE = "team = %(team)s AND (owner = %(owner)s OR shared)"
+_INDEXED = "id, owner, team, shared, project"  # what a write returns for its row's vector: its id and its scope
 
 _SCHEMA_V1 = f"""
 CREATE SCHEMA IF NOT EXISTS {SCHEMA};
@@ -142,7 +164,49 @@ CREATE INDEX session_summaries_by_project ON {SCHEMA}.session_summaries (project
 CREATE INDEX session_summaries_fts ON {SCHEMA}.session_summaries USING GIN (tsv);
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+# v2: search by meaning. The model the vectors were made with; each item's float16 vector and where its code sits;
+# the code blocks, each holding one scope's items (the owner, team, shared and project of the rows it indexes, so
+# a scan filters blocks by _VISIBLE exactly as text search filters rows). Codes and item lists are random-looking
+# bytes rewritten by appends: stored out of line and never compressed.
+_SCHEMA_V2 = f"""
+CREATE TABLE {SCHEMA}.memory_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE {SCHEMA}.memory_vector_blocks (
+    id BIGSERIAL PRIMARY KEY,
+    owner TEXT NOT NULL,
+    team TEXT NOT NULL,
+    shared BOOLEAN NOT NULL,
+    project TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    items BYTEA NOT NULL,
+    codes BYTEA NOT NULL
+);
+ALTER TABLE {SCHEMA}.memory_vector_blocks ALTER COLUMN items SET STORAGE EXTERNAL;
+ALTER TABLE {SCHEMA}.memory_vector_blocks ALTER COLUMN codes SET STORAGE EXTERNAL;
+CREATE INDEX memory_vector_blocks_by_scope ON {SCHEMA}.memory_vector_blocks (owner, team, project, id);
+CREATE TABLE {SCHEMA}.memory_vectors (
+    item BIGINT PRIMARY KEY,
+    block BIGINT NOT NULL,
+    slot INTEGER NOT NULL,
+    vector BYTEA NOT NULL
+)
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+
+# An item of the vector index: the row's id * 4 + its kind's code, unique across the three tables (never 0, the
+# index's tombstone).
+KIND_CODES = {"prompt": 1, "observation": 2, "summary": 3}
+_KIND_TABLES = {1: ("prompt", "user_prompts", "text"), 2: ("observation", "observations", "text"),
+                3: ("summary", "session_summaries", "request || E'\\n' || outcome")}
+# The text a write's vector is made of (the SQLite store embeds the same).
+_OP_TEXTS: dict[str, Callable[[Op], str]] = {
+    "prompt": lambda op: op["text"],
+    "observation": lambda op: op["text"],
+    "summary": lambda op: f"{op['request']}\n{op['outcome']}".strip(),
+}
 
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
 
@@ -173,6 +237,124 @@ def migrate(conn: psycopg.Connection) -> int:
         return found
 
 
+Scope = tuple[str, str, bool, str]
+"""(owner, team, shared, project): who may read a row, and so which block its code goes to."""
+
+
+def item_of(kind: str, row_id: int) -> int:
+    return int(row_id) * 4 + KIND_CODES[kind]
+
+
+def _scope_lock(scope: Scope) -> int:
+    digest = hashlib.blake2b(repr(scope).encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+@dataclass(slots=True)
+class Embedded:
+    """Texts' unit vectors and binary codes, and the model that made them."""
+
+    model: str
+    vectors: np.ndarray
+    codes: np.ndarray
+
+
+class PgVectorIndex:
+    """hooks/memory/vectors.py's index in the team database; the caller owns the transaction.
+
+    The same layout (float16 vectors, 32-byte codes packed BLOCK to a row, a Hamming scan then exact cosines), with
+    blocks per scope: `nearest` reads only the blocks its caller's visibility rule selects. Appends take the scope's
+    advisory lock (several sidecars of one user append to the same last block) and are concatenations on the server.
+    """
+
+    def put(self, conn: psycopg.Connection, scope: Scope, items: list[int], vectors: np.ndarray,
+            codes: np.ndarray) -> None:
+        """Index `items` (all of `scope`) with their vectors and codes; an item indexed before is replaced in place."""
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (VECTOR_LOCK_CLASS, _scope_lock(scope)))
+        items = [int(i) for i in items]
+        known = {int(r["item"]): (int(r["block"]), int(r["slot"])) for r in conn.execute(
+            "SELECT item, block, slot FROM memory_vectors WHERE item = ANY(%s)", (items,))}
+        fresh: list[int] = []
+        for n, item in enumerate(items):
+            if item not in known:
+                fresh.append(n)
+                continue
+            block, slot = known[item]
+            conn.execute("UPDATE memory_vectors SET vector = %s WHERE item = %s", (pack_vector(vectors[n]), item))
+            conn.execute("UPDATE memory_vector_blocks SET codes = overlay(codes PLACING %s FROM %s FOR %s)"
+                         " WHERE id = %s", (codes[n].tobytes(), slot * CODE_BYTES + 1, CODE_BYTES, block))
+        if not fresh:
+            return
+        last = conn.execute("SELECT id, count FROM memory_vector_blocks WHERE owner = %s AND team = %s"
+                            " AND shared = %s AND project = %s ORDER BY id DESC LIMIT 1", scope).fetchone()
+        queue = fresh
+        if last is not None and int(last["count"]) < BLOCK:
+            room = BLOCK - int(last["count"])
+            self._append(conn, int(last["id"]), int(last["count"]), [items[n] for n in queue[:room]],
+                         vectors[queue[:room]], codes[queue[:room]])
+            queue = queue[room:]
+        while queue:
+            take, queue = queue[:BLOCK], queue[BLOCK:]
+            block = conn.execute("INSERT INTO memory_vector_blocks (owner, team, shared, project, count, items, codes)"
+                                 " VALUES (%s, %s, %s, %s, 0, '', '') RETURNING id", scope).fetchone()["id"]
+            self._append(conn, int(block), 0, [items[n] for n in take], vectors[take], codes[take])
+
+    @staticmethod
+    def _append(conn: psycopg.Connection, block: int, count: int, items: list[int], vectors: np.ndarray,
+                codes: np.ndarray) -> None:
+        import numpy as np
+
+        conn.execute("UPDATE memory_vector_blocks SET count = count + %s, items = items || %s, codes = codes || %s"
+                     " WHERE id = %s", (len(items), np.asarray(items, dtype="<i8").tobytes(),
+                                        np.ascontiguousarray(codes, dtype=np.uint8).tobytes(), block))
+        conn.cursor().executemany("INSERT INTO memory_vectors (item, block, slot, vector) VALUES (%s, %s, %s, %s)",
+                                  [(item, block, count + i, pack_vector(vectors[i])) for i, item in enumerate(items)])
+
+    @staticmethod
+    def clear(conn: psycopg.Connection) -> None:
+        """Forget every vector (the model changed: the backfill embeds everything again)."""
+        conn.execute("DELETE FROM memory_vectors")
+        conn.execute("DELETE FROM memory_vector_blocks")
+
+    @staticmethod
+    def nearest(conn: psycopg.Connection, query: np.ndarray, query_code: np.ndarray, *, where: str,
+                params: dict[str, Any], k: int, candidates: int = CANDIDATES) -> list[tuple[int, float]]:
+        """The `k` items of the blocks matching `where` closest to `query`, as (item, cosine), best first.
+
+        Inside a transaction: the blocks are read through a server-side cursor, SCAN_BATCH rows at a time.
+        """
+        import heapq
+
+        import numpy as np
+
+        want = max(k, candidates)
+        target = np.frombuffer(np.ascontiguousarray(query_code, dtype=np.uint8).tobytes(), dtype=np.uint64)
+        words = CODE_BYTES // 8
+        best_items = np.zeros(0, dtype=np.int64)
+        best_dist = np.zeros(0, dtype=np.int64)
+        with conn.cursor(name="orion_memory_blocks", row_factory=tuple_row) as cur:
+            cur.itersize = SCAN_BATCH
+            cur.execute(f"SELECT items, codes FROM memory_vector_blocks WHERE {where}", params)
+            while rows := cur.fetchmany(SCAN_BATCH):
+                items = np.frombuffer(b"".join(bytes(r[0]) for r in rows), dtype="<i8")
+                codes = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.uint64).reshape(-1, words)
+                dist = np.bitwise_count(codes ^ target).sum(axis=1, dtype=np.int64)
+                items, dist = np.concatenate((best_items, items)), np.concatenate((best_dist, dist))
+                if items.size > want:
+                    keep = np.argpartition(dist, want - 1)[:want]
+                    items, dist = items[keep], dist[keep]
+                best_items, best_dist = items, dist
+        if best_items.size == 0:
+            return []
+        found = [(int(r["item"]), bytes(r["vector"])) for r in conn.execute(
+            "SELECT item, vector FROM memory_vectors WHERE item = ANY(%s)", ([int(i) for i in best_items],))]
+        if not found:
+            return []
+        sims = unpack_vectors([blob for _, blob in found]) @ np.asarray(query, dtype=np.float32)
+        ranked = heapq.nlargest(k, zip(sims.tolist(), (item for item, _ in found)))
+        return [(item, float(sim)) for sim, item in ranked]
+
+
 class PostgresMemoryStore:
     """One team database. Same methods as MemoryStore (blocking; `await store.run(...)` from async code)."""
 
@@ -197,6 +379,8 @@ class PostgresMemoryStore:
         self._outage_reported = False
         self._overflow_reported = False
         self._closed = False
+        self._vectors = PgVectorIndex()
+        self._model_checked: str | None = None  # the embedding model this process saw the database's vectors are of
         self._wake = threading.Event()
         self._flushed = threading.Condition()
         self._conn_kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
@@ -289,16 +473,24 @@ class PostgresMemoryStore:
                       self.describe(), self.config.buffer_limit, self.spool.dropped)
 
     def _apply_with_retry(self, op: Op) -> Any:
+        # The vector is made here, when the write is applied (at once, or replayed from the spool): outside the
+        # transaction and before a connection is taken, so CPU work never holds either.
+        text_of = _OP_TEXTS.get(op["op"])
+        embedded = self._embed([text_of(op)]) if text_of is not None else None
         # The pool hands out a checked connection, but the server can go between check and use: one retry on a
         # fresh connection tells a broken pooled connection from a server that is gone.
         try:
-            return self._apply(op)
+            return self._apply(op, embedded)
         except (psycopg.OperationalError, psycopg.InterfaceError):
-            return self._apply(op)
+            return self._apply(op, embedded)
 
-    def _apply(self, op: Op) -> Any:
-        with self.pool.connection() as conn, conn.transaction():
-            return getattr(self, f"_op_{op['op']}")(conn, op)
+    def _apply(self, op: Op, embedded: Embedded | None = None) -> Any:
+        write = getattr(self, f"_op_{op['op']}")
+        with self.pool.connection() as conn:
+            if embedded is not None and not self._ensure_model(conn, embedded.model):
+                embedded = None
+            with conn.transaction():
+                return write(conn, op, embedded) if op["op"] in _OP_TEXTS else write(conn, op)
 
     def _flush_loop(self) -> None:
         delay = RETRY_MIN_S
@@ -369,27 +561,31 @@ class PostgresMemoryStore:
 
     def _read(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
         """Rows as dicts; [] while the server is unavailable (reported once; the flusher probes, not each read)."""
+        return self._reading(lambda conn: list(conn.execute(sql, params).fetchall()), [])
+
+    def _reading(self, fn: Callable[[psycopg.Connection], T], empty: T) -> T:
+        """`fn(conn)` on a connection, or `empty` while the server is unavailable."""
         if len(self.spool) and self._up:
             self.flush_pending()  # read your own writes
         if not self._up:
             self._wake.set()
-            return []
+            return empty
         try:
-            return self._query(sql, params)
+            return self._query(fn)
         except _CONNECTION_ERRORS as exc:
             self._went_down(exc)
-            return []
+            return empty
 
-    def _query(self, sql: str, params: Any) -> list[dict[str, Any]]:
+    def _query(self, fn: Callable[[psycopg.Connection], T]) -> T:
         try:
             with self.pool.connection() as conn:
-                return list(conn.execute(sql, params).fetchall())
+                return fn(conn)
         except _CONNECTION_ERRORS:
             # A pooled connection broken by a server restart, or a pool still refilling after one (a loaded
             # machine took longer than POOL_WAIT_S): one more try on a connection of its own tells that from a
             # server that is gone, as writes do (_apply_with_retry).
             with psycopg.connect(self.config.url, **self._conn_kwargs) as conn:
-                return list(conn.execute(sql, params).fetchall())
+                return fn(conn)
 
     def _write(self, fn: Callable[[psycopg.Connection], T]) -> T:
         """Run `fn(conn)` in one transaction (raises on any failure; tests and the importer)."""
@@ -437,13 +633,14 @@ class PostgresMemoryStore:
         self._submit({"op": "prompt", **self._row(session_id, project, self._clock()),
                       "number": prompt_number, "text": clean(text)})
 
-    def _op_prompt(self, conn: psycopg.Connection, op: Op) -> None:
+    def _op_prompt(self, conn: psycopg.Connection, op: Op, embedded: Embedded | None = None) -> None:
         self._ensure_session(conn, op)
-        conn.execute(
+        row = conn.execute(
             "INSERT INTO user_prompts (owner, team, shared, session_id, project, prompt_number, text, created_at)"
             " VALUES (%(owner)s, %(team)s, %(shared)s, %(session_id)s, %(project)s, %(number)s, %(text)s, %(now)s)"
             " ON CONFLICT (owner, session_id, prompt_number) DO UPDATE SET text = excluded.text,"
-            " created_at = excluded.created_at", op)
+            f" created_at = excluded.created_at RETURNING {_INDEXED}", op).fetchone()
+        self._index(conn, "prompt", row, embedded)
 
     def current_prompt_number(self, session_id: str) -> int:
         if session_id in self._prompt_counts:
@@ -459,25 +656,29 @@ class PostgresMemoryStore:
               "key": key or uuid.uuid4().hex, "tool": clean(tool_name), "text": clean(text)}
         return int(self._submit(op) or 0)
 
-    def _op_observation(self, conn: psycopg.Connection, op: Op) -> int:
+    def _op_observation(self, conn: psycopg.Connection, op: Op, embedded: Embedded | None = None) -> int:
         self._ensure_session(conn, op)
         row = conn.execute(
             "INSERT INTO observations (obs_key, owner, team, shared, session_id, project, prompt_number, tool_name,"
             " text, created_at) VALUES (%(key)s, %(owner)s, %(team)s, %(shared)s, %(session_id)s, %(project)s,"
-            " %(number)s, %(tool)s, %(text)s, %(now)s) ON CONFLICT (obs_key) DO NOTHING RETURNING id", op).fetchone()
+            f" %(number)s, %(tool)s, %(text)s, %(now)s) ON CONFLICT (obs_key) DO NOTHING RETURNING {_INDEXED}",
+            op).fetchone()
+        self._index(conn, "observation", row, embedded)  # a replay inserts nothing and indexes nothing
         return int(row["id"]) if row else 0
 
     def upsert_summary(self, session_id: str, project: str, prompt_number: int, request: str, outcome: str) -> None:
         self._submit({"op": "summary", **self._row(session_id, project, self._clock()), "number": prompt_number,
                       "request": clean(request), "outcome": clean(outcome)})
 
-    def _op_summary(self, conn: psycopg.Connection, op: Op) -> None:
+    def _op_summary(self, conn: psycopg.Connection, op: Op, embedded: Embedded | None = None) -> None:
         self._ensure_session(conn, op)
-        conn.execute(
+        row = conn.execute(
             "INSERT INTO session_summaries (owner, team, shared, session_id, project, prompt_number, request, outcome,"
             " created_at) VALUES (%(owner)s, %(team)s, %(shared)s, %(session_id)s, %(project)s, %(number)s,"
             " %(request)s, %(outcome)s, %(now)s) ON CONFLICT (owner, session_id, prompt_number) DO UPDATE SET"
-            " request = excluded.request, outcome = excluded.outcome, created_at = excluded.created_at", op)
+            f" request = excluded.request, outcome = excluded.outcome, created_at = excluded.created_at"
+            f" RETURNING {_INDEXED}", op).fetchone()
+        self._index(conn, "summary", row, embedded)
 
     def complete_session(self, session_id: str, reason: str | None) -> bool:
         """Mark the session completed; False when it was never recorded (True when queued: not known yet)."""
@@ -528,8 +729,24 @@ class PostgresMemoryStore:
                 " ORDER BY created_at DESC, id DESC LIMIT %(o)s", scope),
         )
 
-    def search(self, query: str, *, project: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
-        """Full-text search, best first: websearch_to_tsquery over the quoted words, ranked by ts_rank_cd."""
+    def search(self, query: str, *, project: str | None = None, limit: int = 20,
+               mode: str = "hybrid") -> list[dict[str, Any]]:
+        """Prompts, observations and summaries by words (`text`), by meaning (`meaning`) or both fused (`hybrid`),
+        best first, each hit saying why it matched: MemoryStore.search's contract. Words: websearch_to_tsquery over
+        the quoted words, ranked by ts_rank_cd. Meaning: the visible vector blocks (own rows, the team's shared
+        projects). Without the embedding model, `hybrid` ranks by words alone and `meaning` finds nothing."""
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
+        depth = limit if mode == "text" else max(limit, FUSE_DEPTH)
+        text_hits = self._text_hits(query, project, depth) if mode != "meaning" else []
+        meaning_hits = self._meaning_hits(query, project, depth) if mode != "text" else []
+        if mode == "text":
+            return [public(h) for h in text_hits[:limit]]
+        if mode == "meaning":
+            return [public({**h, "score": h["why"]["meaning"]["similarity"]}) for h in meaning_hits[:limit]]
+        return [public(h) for h in fuse(text_hits, meaning_hits, limit=limit, k=RRF_K)]
+
+    def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
         match = fts_query(query)
         if match is None:
             return []
@@ -537,32 +754,231 @@ class PostgresMemoryStore:
         sql = (
             f"WITH query AS (SELECT websearch_to_tsquery('{TS_CONFIG}', %(match)s) AS q),"
             " hits AS ("
-            f" SELECT 'prompt' AS kind, session_id, project, text, created_at, ts_rank_cd(tsv, q) AS rank"
+            f" SELECT id * 4 + {KIND_CODES['prompt']} AS item, 'prompt' AS kind, session_id, project, text,"
+            "  created_at, ts_rank_cd(tsv, q) AS rank"
             f"  FROM user_prompts, query WHERE {where}"
             " UNION ALL"
-            f" SELECT 'observation', session_id, project, text, created_at, ts_rank_cd(tsv, q)"
+            f" SELECT id * 4 + {KIND_CODES['observation']}, 'observation', session_id, project, text, created_at,"
+            "  ts_rank_cd(tsv, q)"
             f"  FROM observations, query WHERE {where}"
             " UNION ALL"
-            f" SELECT 'summary', session_id, project, request || E'\\n' || outcome, created_at, ts_rank_cd(tsv, q)"
+            f" SELECT id * 4 + {KIND_CODES['summary']}, 'summary', session_id, project,"
+            "  request || E'\\n' || outcome, created_at, ts_rank_cd(tsv, q)"
             f"  FROM session_summaries, query WHERE {where}"
-            " ORDER BY rank DESC, created_at DESC LIMIT %(limit)s)"
+            " ORDER BY rank DESC, created_at DESC, item LIMIT %(limit)s)"
             f" SELECT hits.*, ts_headline('{TS_CONFIG}', text, q, 'StartSel=«, StopSel=», MaxWords=16, MinWords=6,"
             " ShortWord=2, MaxFragments=1, FragmentDelimiter=…') AS snippet FROM hits, query ORDER BY rank DESC,"
-            " created_at DESC"
+            " created_at DESC, item"
         )
         rows = self._read(sql, self._scope(match=match, project=project, limit=limit))
-        return [
-            {
-                "kind": r["kind"],
-                "sessionId": r["session_id"],
-                "project": r["project"],
-                "text": r["text"],
-                "snippet": _join_marks(r["snippet"]),
-                "createdAt": iso_utc(float(r["created_at"])),
-                "score": round(float(r["rank"]), 6),
-            }
-            for r in rows
-        ]
+        return [_hit(r, _join_marks(r["snippet"]), float(r["rank"]), {"text": text_why(n, float(r["rank"]))})
+                for n, r in enumerate(rows, 1)]
+
+    def _meaning_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
+        if not query.strip():
+            return []
+        embedded = self._embed([query])
+        if embedded is None or not embedded.vectors.any():
+            return []
+        where = _VISIBLE + (" AND project = %(project)s" if project else "")
+        scope = self._scope(project=project)
+
+        def read(conn: psycopg.Connection) -> list[dict[str, Any]]:
+            if not self._ensure_model(conn, embedded.model):
+                return []
+            with conn.transaction():
+                # One snapshot: the model, the blocks and the vectors read together, whatever a writer commits.
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                if self._stored_model(conn) != embedded.model:
+                    return []  # another model's vectors (a sidecar with another model changed them since)
+                nearest = self._vectors.nearest(conn, embedded.vectors[0], embedded.codes[0], where=where,
+                                                params=scope, k=limit)
+                rows = self._rows_of(conn, [item for item, _ in nearest], where, scope)
+            hits = []
+            for n, (item, similarity) in enumerate(nearest, 1):
+                row = rows.get(item)
+                if row is not None:
+                    hits.append(_hit(row, meaning_snippet(row["text"]), similarity,
+                                     {"meaning": meaning_why(n, similarity)}))
+            return hits
+
+        return self._reading(read, [])
+
+    @staticmethod
+    def _rows_of(conn: psycopg.Connection, items: list[int], where: str,
+                 scope: dict[str, Any]) -> dict[int, dict[str, Any]]:
+        """The rows of `items` that `where` lets this store see (checked again: the blocks were already filtered)."""
+        rows: dict[int, dict[str, Any]] = {}
+        for code, (kind, table, text) in _KIND_TABLES.items():
+            ids = [item // 4 for item in items if item % 4 == code]
+            if not ids:
+                continue
+            for r in conn.execute(
+                    f"SELECT id * 4 + {code} AS item, '{kind}' AS kind, session_id, project, {text} AS text,"
+                    f" created_at FROM {table} WHERE id = ANY(%(ids)s) AND {where}", {**scope, "ids": ids}):
+                rows[int(r["item"])] = r
+        return rows
+
+    # ------------------------------------------------------------------ vectors
+
+    def _embed(self, texts: list[str]) -> Embedded | None:
+        """The texts' vectors and codes (CPU work: called outside any transaction), or None without the model."""
+        embedder = get_embedder()
+        if embedder is None:
+            return None
+        try:
+            vectors = embedder.embed(texts)
+        except Exception as exc:  # a text the tokenizer chokes on costs its vector, never the row
+            log.warning("memory: could not embed a text (%s); the backfill will retry it", exc)
+            return None
+        return Embedded(embedder.model_id, vectors, embedder.codes(vectors))
+
+    @staticmethod
+    def _stored_model(conn: psycopg.Connection) -> str | None:
+        row = conn.execute("SELECT value FROM memory_meta WHERE key = 'embedding_model'").fetchone()
+        return row["value"] if row else None
+
+    def _ensure_model(self, conn: psycopg.Connection, model: str) -> bool:
+        """Outside a transaction: make the database's vectors `model`'s (another model's are all dropped, under the
+        exclusive model lock), once per process. False when that failed for a reason other than the connection:
+        the write goes on without its vector (the backfill makes it)."""
+        if self._model_checked == model:
+            return True
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MODEL_LOCK,))
+                stored = self._stored_model(conn)
+                if stored != model:
+                    if stored is not None:
+                        log.info("memory: the embedding model changed (%s -> %s); the vectors are made again",
+                                 stored, model)
+                    self._vectors.clear(conn)
+                    conn.execute("INSERT INTO memory_meta (key, value) VALUES ('embedding_model', %s)"
+                                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (model,))
+        except _CONNECTION_ERRORS:
+            raise
+        except psycopg.Error as exc:
+            log.error("memory: %s refused to record the embedding model (%s)", self.describe(),
+                      " ".join(str(exc).split())[:300])
+            return False
+        self._model_checked = model
+        return True
+
+    def _index(self, conn: psycopg.Connection, kind: str, row: dict[str, Any] | None,
+               embedded: Embedded | None) -> None:
+        """Inside a write: the row's vector, when the model made one and the database holds that model's vectors."""
+        if embedded is None or row is None or not embedded.vectors.any():
+            return  # no model, or nothing to embed: the backfill adds it once there is one
+        if not self._holds_model(conn, embedded.model):
+            return
+        self._vectors.put(conn, (row["owner"], row["team"], row["shared"], row["project"]),
+                          [item_of(kind, row["id"])], embedded.vectors, embedded.codes)
+
+    def _holds_model(self, conn: psycopg.Connection, model: str) -> bool:
+        """Inside a transaction about to write vectors: whether they are `model`'s, held so until the commit."""
+        conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (MODEL_LOCK,))
+        return self._stored_model(conn) == model
+
+    def vector_status(self) -> dict[str, Any]:
+        """How much of the memory this store sees has vectors: {items, embedded, model, available, ...};
+        `items` and `embedded` are None while the server is unavailable."""
+        embedder = get_embedder()
+
+        def read(conn: psycopg.Connection) -> tuple[int | None, int | None, str | None]:
+            scope = self._scope()
+            items = conn.execute(
+                f"SELECT (SELECT count(*) FROM user_prompts WHERE {_VISIBLE})"
+                f" + (SELECT count(*) FROM observations WHERE {_VISIBLE})"
+                f" + (SELECT count(*) FROM session_summaries WHERE {_VISIBLE}) AS n", scope).fetchone()["n"]
+            embedded = conn.execute(
+                "SELECT count(*) AS n FROM memory_vectors v JOIN memory_vector_blocks b ON b.id = v.block"
+                f" WHERE {_VISIBLE}", scope).fetchone()["n"]
+            return int(items), int(embedded), self._stored_model(conn)
+
+        items, embedded, stored = self._reading(read, (None, None, None))
+        status = {"items": items, "embedded": embedded, "model": stored, **embedder_status()}
+        if embedder is not None and stored not in (None, embedder.model_id):
+            status["embedded"] = 0  # another model's vectors: all made again at the next backfill
+        return status
+
+    def backfill(self, *, batch: int = BACKFILL_BATCH, progress: Callable[[int, int], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> int:
+        """Embed every item this store sees (its own rows, the team's shared projects) that has no vector yet,
+        `batch` items per transaction: resumable (a stop, a crash or an outage keeps what was committed and the next
+        run goes on). Returns how many were embedded; `progress(done, left)` after each batch."""
+        embedder = get_embedder()
+        if embedder is None or not (self._up or self._connect()):
+            return 0
+        done = 0
+        try:
+            with self.pool.connection() as conn:
+                if not self._ensure_model(conn, embedder.model_id):
+                    return 0
+            status = self.vector_status()
+            left = max(0, (status["items"] or 0) - (status["embedded"] or 0))
+            after = dict.fromkeys(_KIND_TABLES, 0)  # per table, the last row id walked
+            while left > 0 and not (should_stop and should_stop()):
+                rows = self._missing(after, batch)
+                if not rows:
+                    break
+                vectors = embedder.embed([text for _, _, text in rows])
+                codes = embedder.codes(vectors)
+                self._write(lambda conn, rows=rows, vectors=vectors, codes=codes:
+                            self._put_batch(conn, embedder.model_id, rows, vectors, codes))
+                done += len(rows)
+                left = max(0, left - len(rows))
+                if progress is not None:
+                    progress(done, left)
+        except _CONNECTION_ERRORS as exc:
+            self._went_down(exc)
+        return done
+
+    def _missing(self, after: dict[int, int], limit: int) -> list[tuple[int, Scope, str]]:
+        """Up to `limit` visible items without a vector, walking each table by row id from `after` (advanced)."""
+        out: list[tuple[int, Scope, str]] = []
+        with self.pool.connection() as conn:
+            for code, (_kind, table, _text) in _KIND_TABLES.items():
+                if after[code] < 0 or len(out) >= limit:
+                    continue
+                text = "text" if table != "session_summaries" else "request, outcome"
+                want = limit - len(out)
+                rows = conn.execute(
+                    f"SELECT id, owner, team, shared, project, {text} FROM {table} t WHERE id > %(after)s"
+                    f" AND {_VISIBLE} AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.item = t.id * 4 + {code})"
+                    " ORDER BY id LIMIT %(n)s", self._scope(after=after[code], n=want)).fetchall()
+                for r in rows:
+                    body = r["text"] if "text" in r else f"{r['request']}\n{r['outcome']}".strip()
+                    out.append((int(r["id"]) * 4 + code, (r["owner"], r["team"], r["shared"], r["project"]), body))
+                after[code] = int(rows[-1]["id"]) if len(rows) == want else -1  # -1: this table is done
+        return out
+
+    def _put_batch(self, conn: psycopg.Connection, model: str, rows: list[tuple[int, Scope, str]],
+                   vectors: np.ndarray, codes: np.ndarray) -> None:
+        if not self._holds_model(conn, model):
+            return
+        by_scope: dict[Scope, list[int]] = {}
+        for n, (_, scope, _) in enumerate(rows):
+            if vectors[n].any():
+                by_scope.setdefault(scope, []).append(n)
+        for scope in sorted(by_scope):  # scope locks in one order: two backfills never wait on each other in a cycle
+            ns = by_scope[scope]
+            # a row a writer indexed meanwhile is replaced by the same vector: harmless
+            self._vectors.put(conn, scope, [rows[n][0] for n in ns], vectors[ns], codes[ns])
+
+
+def _hit(row: dict[str, Any], snippet: str, score: float, why: dict[str, Any]) -> dict[str, Any]:
+    """A hit as MemoryStore's are (hooks/memory/store.py `_hit`), keyed by its vector index item."""
+    return {
+        "key": int(row["item"]),
+        "kind": row["kind"],
+        "sessionId": row["session_id"],
+        "project": row["project"],
+        "text": row["text"],
+        "snippet": snippet,
+        "createdAt": iso_utc(float(row["created_at"])),
+        "score": round(score, 6),
+        "why": why,
+    }
 
 
 def _without_tsv(row: dict[str, Any]) -> dict[str, Any]:

@@ -515,8 +515,9 @@ class MemoryStore:
             items = int(self._conn.execute("SELECT count(*) FROM memory_fts").fetchone()[0])
             embedded = self._vectors.count(self._conn)
             row = self._conn.execute("SELECT value FROM memory_meta WHERE key = 'embedding_model'").fetchone()
-        status = {"items": items, "embedded": embedded, "model": row[0] if row else None, **embedder_status()}
-        if embedder is not None and status["model"] not in (None, embedder.model_id):
+        stored = row[0] if row else None
+        status = {**embedder_status(), "items": items, "embedded": embedded, "model": stored}
+        if embedder is not None and stored not in (None, embedder.model_id):
             status["embedded"] = 0  # another model's vectors: all made again at the next backfill
         return status
 

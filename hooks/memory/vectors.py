@@ -8,7 +8,7 @@ rules because they are filtered by the same project key.
 
 Layout. Every embedded item (an observation, a prompt or a summary, keyed by its full-text rowid) has
 - its unit vector, float16 (512 bytes), in `memory_vectors`, with where its code sits; and
-- a 32-byte binary code (one bit per dimension: above the model's center or not) packed with up to `BLOCK` others
+- a 32-byte binary code (one bit per dimension: its sign) packed with up to `BLOCK` others
   of the same project in one `memory_vector_blocks` row.
 
 A search scans the project's blocks (32 bytes an item, read in large sequential rows, `SCAN_BATCH` blocks at a

@@ -1,0 +1,87 @@
+"""Search by meaning as a frontend sees it: `python -m sidecar`, memory stored before vectors existed, the
+background backfill reported by `memory/status`, paraphrases found by `memory/search`, the same after a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+import hooks.memory.store as store_module
+from hooks.memory.identity import project_identity
+from ipc.errors import RemoteError
+from hooks.memory.store import MemoryStore
+from tests.e2e.conftest import open_sidecar
+from tests.memory.paraphrases import OBSERVATIONS, QUESTIONS
+
+pytestmark = pytest.mark.asyncio
+
+
+def store_without_vectors(data: Path, project: Path, monkeypatch) -> str:
+    """What an older sidecar left: the memory, no vectors."""
+    key = project_identity(data, project).id
+    monkeypatch.setattr(store_module, "get_embedder", lambda: None)
+    store = MemoryStore(store_module.memory_db_path(data))
+    for n, (tool, text) in enumerate(OBSERVATIONS):
+        store.add_observation(f"old-{n // 10}", key, n % 10 + 1, tool, text)
+    store.add_observation("elsewhere", "proj_someone_else", 1, "Edit", "an unrelated note about gardening tomatoes")
+    store.close()
+    monkeypatch.undo()
+    return key
+
+
+async def search_all(run, project: Path, mode: str) -> list[list[dict]]:
+    return [(await run.request("memory/search", {"query": q, "project": str(project), "limit": 5, "mode": mode}))
+            ["results"] for q, _ in QUESTIONS]
+
+
+def hits(results: list[list[dict]]) -> int:
+    return sum(any(r["text"] == OBSERVATIONS[answer][1] for r in found)
+               for found, (_, answer) in zip(results, QUESTIONS))
+
+
+async def test_memory_from_before_is_backfilled_and_found_by_meaning_after_a_restart(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    data = tmp_path / "data"
+    env = {"ORION_DATA_DIR": str(data)}
+    async with open_sidecar(tmp_path, "notes", trust=False, env=env) as run:
+        project = run.project
+        key = store_without_vectors(data, project, monkeypatch)
+        status = await run.request("memory/status")
+        assert status["backend"] == "sqlite" and status["meaningAvailable"] is True
+        assert status["items"] == 31 and status["embedded"] == 0
+        assert status["backfill"]["state"] in ("checking", "running", "done")
+        with anyio.fail_after(120):
+            while (status := await run.request("memory/status"))["backfill"]["state"] in ("checking", "running"):
+                await anyio.sleep(0.2)
+        assert status["backfill"] == {"state": "done", "done": 31, "left": 0, "error": None}
+        assert status["embedded"] == 31 and status["model"].startswith("wordllama-")
+        by_words = await search_all(run, project, "text")
+        hybrid = await search_all(run, project, "hybrid")
+        meaning = await search_all(run, project, "meaning")
+    assert hits(by_words) == 0
+    assert hits(hybrid) >= 12 and hits(meaning) >= 12
+    # scope: another project's item is never a hit of this one's search, however near it is
+    assert all(r["project"] == key for found in hybrid + meaning for r in found)
+    assert all(r["matchedBy"] == ["meaning"] for found in meaning for r in found)
+
+    async with open_sidecar(tmp_path / "again", "notes", trust=False, env=env) as run:
+        assert (await run.request("memory/status"))["embedded"] == 31
+        again = await search_all(run, project, "hybrid")
+    assert again == hybrid
+
+
+async def test_bad_search_params_get_a_specific_error_and_the_sidecar_goes_on(tmp_path: Path) -> None:
+    async with open_sidecar(tmp_path, "notes", trust=False, env={"ORION_DATA_DIR": str(tmp_path / "data")}) as run:
+        for params, named in (({"query": "x", "mode": "vibes"}, "mode"), ({"query": "x", "limit": 0}, "limit"),
+                              ({"query": 3}, "query"), ({"mode": "meaning"}, "query")):
+            with pytest.raises(RemoteError) as bad:
+                await run.request("memory/search", params)
+            assert bad.value.code == -32602 and named in str(bad.value.data), (params, bad.value.data)
+        # nothing stored yet: every mode answers empty, and the status says so
+        for mode in ("hybrid", "text", "meaning"):
+            assert (await run.request("memory/search", {"query": "anything", "mode": mode}))["results"] == []
+        status = await run.request("memory/status")
+        assert status["items"] == 0 and status["meaningAvailable"] is True
+        assert (await run.request("ping")) == {}
