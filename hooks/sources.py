@@ -158,7 +158,7 @@ def read_builtin_options(project_dir: Path, vault_dir: Path | None = None) -> di
 
 # The built-in hooks the user configures in their own settings: the ones only they turn on. The guards' options
 # stay those of the built-in settings file (a user turns a guard off with disabledHooks, visibly, not by options).
-USER_CONFIGURABLE_BUILTINS = frozenset({"ambient-context", "auto-approve"})
+USER_CONFIGURABLE_BUILTINS = frozenset({"ambient-context", "auto-approve", "memory-related"})
 
 
 def user_builtin_options(parsed: Any) -> dict[str, dict[str, Any]]:

@@ -75,6 +75,9 @@ BUILTIN_HOOKS: tuple[BuiltinSpec, ...] = (
     BuiltinSpec("ambient-context", "UserPromptSubmit", "user_choice:make_ambient_context", timeout=5,
                 default_enabled=False),
     BuiltinSpec("auto-approve", "PermissionRequest", "user_choice:make_auto_approve", timeout=5, default_enabled=False),
+    # Changes what the model reads (past work related to the first prompt, in memory-context's budget): opt-in.
+    BuiltinSpec("memory-related", "UserPromptSubmit", "memory_hooks:make_memory_related", timeout=5,
+                default_enabled=False),
 )
 
 BUILTIN_HOOK_NAMES: tuple[str, ...] = tuple(dict.fromkeys(spec.name for spec in BUILTIN_HOOKS))

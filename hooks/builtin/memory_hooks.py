@@ -1,4 +1,5 @@
-"""Memory hooks on claude-mem's lifecycle: memory-context, memory-session, memory-observe, memory-summary, memory-complete."""
+"""Memory hooks on claude-mem's lifecycle: memory-context, memory-session, memory-observe, memory-summary, memory-complete,
+and the opt-in memory-related (past work related to the first prompt)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ RESPONSE_CHARS = 2000
 REQUEST_CHARS = 300
 OUTCOME_CHARS = 600
 CONTEXT_CHARS = 3000
+RELATED_CHARS = 1500  # memory-related's share of memory-context's budget
+# Keys shared by memory-context and memory-related: in the registry's caches (is memory-related on, and with what
+# share) and in the session's state (what memory-context injected).
+RELATED_RESERVE = "memory-related:reserve"
+CONTEXT_USED = "memory-context:chars"
+CONTEXT_SHOWN = "memory-context:shown"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
@@ -127,11 +134,16 @@ def make_memory_context(opts: Options, env: BuiltinEnv) -> HookFunction:
         if items.observations:
             lines.append("Observations:")
             lines.extend(f"- [{o['tool_name']}] {clip(' '.join(o['text'].split()), 300)}" for o in items.observations)
+        # With memory-related on, the recent items leave it its share of the one budget (it fills it at the first
+        # prompt, with what is related to that prompt instead of what is merely recent).
+        budget = max_chars - env.caches.get(RELATED_RESERVE, 0)
         body = ""
         for line in lines:
-            if len(body) + len(line) + 1 > max_chars:
+            if len(body) + len(line) + 1 > budget:
                 break
             body += line + "\n"
+        ctx.state[CONTEXT_USED] = len(body)
+        ctx.state[CONTEXT_SHOWN] = {o["text"] for o in items.observations}
         return context("SessionStart", f"<memory-context>\n{body}</memory-context>")
 
     return memory_context
@@ -238,3 +250,51 @@ def make_memory_complete(opts: Options, env: BuiltinEnv) -> HookFunction:
         return None
 
     return memory_complete
+
+
+def make_memory_related(opts: Options, env: BuiltinEnv) -> HookFunction:
+    """Opt-in (the user's own settings): at the session's first prompt, the past observations most related to it,
+    by words and by meaning, within memory-context's budget (docs/BUILTIN_HOOKS.md)."""
+    n_observations = int(opts.get("observations", 5))
+    share = int(opts.get("max_chars", RELATED_CHARS))
+    total = int(opts.get("budget", CONTEXT_CHARS))
+    if n_observations < 1 or share < 100 or share > total:
+        raise ValueError("observations must be >= 1 and 100 <= max_chars <= budget")
+    env.caches[RELATED_RESERVE] = share
+    store_for = _store_opener(env)
+
+    async def memory_related(payload: dict[str, Any], ctx: HookContext) -> HookOutput | None:
+        if ctx.state.get("memory-related:done"):
+            return None
+        ctx.state["memory-related:done"] = True
+        prompt = payload.get("prompt")
+        if not isinstance(prompt, str) or not await anyio.to_thread.run_sync(memory_exists, env.data(ctx)):
+            return None
+        query = clean_text(prompt, PROMPT_CHARS)  # what is private is not searched for either
+        if not query:
+            return None
+        store = await store_for(ctx)
+        project = await _project(env, ctx, payload)
+        key = store.project_key(project.id, project.path)
+        sid = _session_id(ctx, payload)
+        hits = await store.run(lambda: store.search(query, project=key, limit=max(20, n_observations * 4)))
+        shown = ctx.state.get(CONTEXT_SHOWN) or set()
+        room = total - int(ctx.state.get(CONTEXT_USED, 0))
+        header = f"Earlier work in project '{project.name}' related to this request, from Orion's memory (most related first):"
+        body, count = header + "\n", 0
+        for hit in hits:
+            if hit["kind"] != "observation" or hit["sessionId"] == sid or hit["text"] in shown:
+                continue
+            tool = hit["text"].split(" ", 1)[0]
+            line = f"- [{tool}] {clip(' '.join(hit['text'].split()), 300)}"
+            if len(body) + len(line) + 1 > room:  # the one budget: what memory-context left (at least `share`)
+                break
+            body += line + "\n"
+            count += 1
+            if count >= n_observations:
+                break
+        if count == 0:
+            return None
+        return context("UserPromptSubmit", f"<memory-context>\n{body}</memory-context>")
+
+    return memory_related

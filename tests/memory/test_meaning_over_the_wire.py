@@ -85,3 +85,46 @@ async def test_bad_search_params_get_a_specific_error_and_the_sidecar_goes_on(tm
         status = await run.request("memory/status")
         assert status["items"] == 0 and status["meaningAvailable"] is True
         assert (await run.request("ping")) == {}
+
+
+@pytest.mark.cli
+async def test_the_agent_reads_past_work_related_to_its_first_prompt_when_the_user_turned_it_on(
+        tmp_path: Path, monkeypatch) -> None:
+    """Through the real CLI: with `memory-related` on in the user's Orion settings, the model's first request
+    carries the past observation that answers the prompt in other words; a project's settings cannot turn it on."""
+    import json
+
+    from tests.e2e.conftest import request_text, scenario_model
+
+    data = tmp_path / "data"
+    question, answer = QUESTIONS[6]  # "container killed, heap too big for its quota"
+    wanted = OBSERVATIONS[answer][1].split("\n-> ")[1][:50]
+    settings = tmp_path / "orion-user-settings.json"
+    settings.write_text(json.dumps({"builtin": {"memory-related": {"enabled": True}}}))
+    env = {"ORION_DATA_DIR": str(data), "ORION_USER_SETTINGS": str(settings)}
+    async with open_sidecar(tmp_path, "notes", trust=False, env=env) as run:
+        store_without_vectors(data, run.project, monkeypatch)
+        store = MemoryStore(store_module.memory_db_path(data))
+        store.backfill()
+        store.close()
+        session = await run.request("session/new", {"projectDir": str(run.project), "model": scenario_model("plain")},
+                                    timeout=60.0)
+        await run.prompt(session["sessionId"], question)
+        project = run.project
+    [first] = run.model_requests("plain")
+    assert "related to this request" in request_text(first) and wanted in request_text(first)
+
+    # the same project and memory, the switch in the project's own settings (trusted, even): ignored, with a warning
+    (tmp_path / "off").mkdir()
+    env_off = {"ORION_DATA_DIR": str(data)}
+    async with open_sidecar(tmp_path / "off", "notes", trust=False, env=env_off) as run:
+        (project / ".claude").mkdir()
+        (project / ".claude" / "settings.json").write_text(
+            json.dumps({"builtin": {"memory-related": {"enabled": True}}}))
+        await run.trust(project)
+        session = await run.request("session/new", {"projectDir": str(project), "model": scenario_model("plain")},
+                                    timeout=60.0)
+        await run.prompt(session["sessionId"], question)
+    [first] = run.model_requests("plain")
+    assert "related to this request" not in request_text(first)
+    assert any("$.builtin: only Orion's user settings" in w for w in session["warnings"])
