@@ -133,10 +133,13 @@ CREATE TABLE memory_vector_blocks (
     id INTEGER PRIMARY KEY,
     project TEXT NOT NULL,
     count INTEGER NOT NULL,
+    changed INTEGER NOT NULL DEFAULT 0,
     items BLOB NOT NULL,
     codes BLOB NOT NULL
 );
 CREATE INDEX memory_vector_blocks_by_project ON memory_vector_blocks (project, id);
+CREATE INDEX memory_vector_blocks_by_change ON memory_vector_blocks (changed);
+INSERT INTO memory_meta (key, value) VALUES ('vectors_generation', '0'), ('vectors_epoch', '0');
 """
 
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
@@ -210,7 +213,7 @@ class MemoryStore:
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._migrate()
-        self._vectors = VectorIndex("?")
+        self._vectors = VectorIndex("?", cache=True)
         self._model_checked: str | None = None  # the model whose vectors this file holds, once checked
 
     # ------------------------------------------------------------------ plumbing

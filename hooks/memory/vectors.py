@@ -11,11 +11,16 @@ Layout. Every embedded item (an observation, a prompt or a summary, keyed by its
 - a 32-byte binary code (one bit per dimension: its sign) packed with up to `BLOCK` others
   of the same project in one `memory_vector_blocks` row.
 
-A search scans the project's blocks (32 bytes an item, read in large sequential rows, `SCAN_BATCH` blocks at a
-time so memory stays bounded), keeps the `candidates` closest codes by Hamming distance, then ranks those by the
-exact cosine of their float16 vectors. The first pass is a compressed exact scan, not a graph: recall does not
-depend on how the index was built, nothing needs training or rebuilding as memory grows, and an insert is one
-block update. bench/bench_memory_meaning.py measures its recall and cost from 1k to 1M items.
+A search compares the query's code with every code of the project (Hamming distance), keeps the `candidates`
+closest, then ranks those by the exact cosine of their float16 vectors. The first pass is a compressed exact scan,
+not a graph: recall does not depend on how the index was built, nothing needs training or rebuilding as memory
+grows, and an insert is one block update. bench/bench_memory_meaning.py measures its recall and cost from 1k to 1M.
+
+The codes of the projects searched last are kept in memory (`CodeCache`: 32 bytes an item, 32 MiB for a million,
+at most `CACHED_PROJECTS` projects), because reading them from the database is most of a search's time at scale.
+Every change of a block stamps it with the database's vector generation (`memory_meta`), so a cache catches up by
+reading only the blocks changed since it last looked, whoever changed them (another sidecar, the backfill).
+Texts and vectors are never held: a search reads the candidates' vectors and the hits' rows.
 
 A tombstone (item 0) marks a slot whose item is gone; item 0 is never a full-text rowid (observations count from
 1, prompts and summaries are negative).
@@ -34,8 +39,11 @@ if TYPE_CHECKING:
 
 BLOCK = 128  # codes per block row: 4 KiB of codes; an append rewrites at most that
 SCAN_BATCH = 64  # block rows per step of a scan (~8k items, 256 KiB of codes)
-CANDIDATES = 256  # codes kept from the first pass for the exact ranking
+CANDIDATES = 1024  # codes kept from the first pass for the exact ranking
 TOMBSTONE = 0
+CACHED_PROJECTS = 4
+GENERATION = "vectors_generation"  # memory_meta: bumped by every change of a block
+EPOCH = "vectors_epoch"  # memory_meta: bumped when vectors are dropped (a cache then starts over)
 
 
 @dataclass(frozen=True)
@@ -65,8 +73,11 @@ def unpack_vectors(blobs: Sequence[bytes]) -> np.ndarray:
 class VectorIndex:
     """Reads and writes the two tables through a DB-API connection; the caller owns the transaction."""
 
-    def __init__(self, placeholder: str = "?") -> None:
+    def __init__(self, placeholder: str = "?", *, cache: bool = False) -> None:
+        """`cache`: keep searched projects' codes in memory, kept current through the generation stamps (the
+        blocks table then needs its `changed` column and memory_meta its two keys, as SQLite's schema has)."""
         self.sql = VectorSql(placeholder)
+        self.cache = CodeCache() if cache else None
 
     # ------------------------------------------------------------------ writes (inside the caller's transaction)
 
@@ -75,6 +86,7 @@ class VectorIndex:
         import numpy as np
 
         q = self.sql.q
+        stamp = self._bump(conn)
         fresh: list[int] = []
         for n, item in enumerate(items):
             row = conn.execute(q("SELECT block, slot FROM memory_vectors WHERE item = ?"), (int(item),)).fetchone()
@@ -87,6 +99,7 @@ class VectorIndex:
                                                 (block,)).fetchone()[0])
             codes_blob[slot * CODE_BYTES:(slot + 1) * CODE_BYTES] = codes[n].tobytes()
             conn.execute(q("UPDATE memory_vector_blocks SET codes = ? WHERE id = ?"), (bytes(codes_blob), block))
+            self._stamp(conn, block, stamp)
         if not fresh:
             return
         last = conn.execute(q("SELECT id, count, items, codes FROM memory_vector_blocks WHERE project = ?"
@@ -97,10 +110,22 @@ class VectorIndex:
             take, queue = queue[:BLOCK - count], queue[BLOCK - count:]
             self._fill(conn, block, count, bytes(last[2]), bytes(last[3]), [items[n] for n in take],
                        vectors[take], codes[take])
+            self._stamp(conn, block, stamp)
         while queue:
             take, queue = queue[:BLOCK], queue[BLOCK:]
             block = self._new_block(conn, project)
             self._fill(conn, block, 0, b"", b"", [items[n] for n in take], vectors[take], codes[take])
+            self._stamp(conn, block, stamp)
+
+    def _bump(self, conn: Any) -> int | None:
+        if self.cache is None:
+            return None
+        conn.execute(f"UPDATE memory_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{GENERATION}'")
+        return int(conn.execute(f"SELECT value FROM memory_meta WHERE key = '{GENERATION}'").fetchone()[0])
+
+    def _stamp(self, conn: Any, block: int, stamp: int | None) -> None:
+        if stamp is not None:
+            conn.execute(self.sql.q("UPDATE memory_vector_blocks SET changed = ? WHERE id = ?"), (stamp, block))
 
     def _new_block(self, conn: Any, project: str) -> int:
         row = conn.execute(self.sql.q("INSERT INTO memory_vector_blocks (project, count, items, codes)"
@@ -123,6 +148,8 @@ class VectorIndex:
         """Forget every vector (the model changed: the backfill embeds everything again)."""
         conn.execute("DELETE FROM memory_vectors")
         conn.execute("DELETE FROM memory_vector_blocks")
+        if self.cache is not None:
+            conn.execute(f"UPDATE memory_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{EPOCH}'")
 
     # ------------------------------------------------------------------ reads
 
@@ -138,6 +165,9 @@ class VectorIndex:
         want = max(k, candidates)
         target = np.frombuffer(np.ascontiguousarray(query_code, dtype=np.uint8).tobytes(), dtype=np.uint64)
         words = CODE_BYTES // 8
+        if self.cache is not None:
+            best_items = self.cache.closest(conn, self.sql, project, target, want)
+            return self._rank(conn, best_items, query, k)
         if project is None:
             cur = conn.execute("SELECT items, codes FROM memory_vector_blocks")
         else:
@@ -157,6 +187,12 @@ class VectorIndex:
                 keep = np.argpartition(dist, want - 1)[:want]
                 items, dist = items[keep], dist[keep]
             best_items, best_dist = items, dist
+        return self._rank(conn, best_items, query, k)
+
+    def _rank(self, conn: Any, best_items: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The candidates' float16 vectors, read by item, ranked by exact cosine."""
+        import numpy as np
+
         if best_items.size == 0:
             return []
         ids = [int(i) for i in best_items]
@@ -189,6 +225,88 @@ class VectorIndex:
             out.extend((int(r[0]), str(r[1]), str(r[2])) for r in rows if int(r[0]) not in have)
             cursor = items[-1]
         return out[:limit]
+
+
+class _Entry:
+    """One project's codes (or every project's, under the key None): BLOCK slots per block, in block order."""
+
+    __slots__ = ("epoch", "generation", "slots", "items", "codes", "size")
+
+    def __init__(self, epoch: int) -> None:
+        import numpy as np
+
+        self.epoch, self.generation = epoch, -1
+        self.slots: dict[int, int] = {}  # block id -> its first slot
+        self.items = np.zeros(0, dtype=np.int64)
+        self.codes = np.zeros((0, CODE_BYTES // 8), dtype=np.uint64)
+        self.size = 0
+
+    def place(self, block: int, items_blob: bytes, codes_blob: bytes) -> None:
+        import numpy as np
+
+        start = self.slots.get(block)
+        if start is None:
+            start = self.slots[block] = self.size
+            self.size += BLOCK
+            if self.size > self.items.size:  # grow by doubling: appends cost O(1) amortized
+                capacity = max(BLOCK * 64, self.items.size * 2)
+                items = np.zeros(capacity, dtype=np.int64)  # zero = a tombstone: never a hit
+                codes = np.zeros((capacity, self.codes.shape[1]), dtype=np.uint64)
+                items[:self.items.size], codes[:self.items.size] = self.items, self.codes
+                self.items, self.codes = items, codes
+        got = np.frombuffer(items_blob, dtype="<i8")
+        self.items[start:start + got.size] = got
+        self.codes[start:start + got.size] = np.frombuffer(codes_blob, dtype=np.uint64).reshape(got.size, -1)
+
+
+class CodeCache:
+    """The codes of the last `CACHED_PROJECTS` projects searched, caught up with the database at each search."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str | None, _Entry] = {}
+
+    def closest(self, conn: Any, sql: VectorSql, project: str | None, target: np.ndarray, want: int) -> np.ndarray:
+        import numpy as np
+
+        entry = self._current(conn, sql, project)
+        if entry.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        items, codes = entry.items[:entry.size], entry.codes[:entry.size]
+        dist = np.bitwise_count(codes ^ target).sum(axis=1, dtype=np.int64)
+        dist[items == TOMBSTONE] = 1 << 30
+        if items.size > want:
+            keep = np.argpartition(dist, want - 1)[:want]
+        else:
+            keep = np.arange(items.size)
+        keep = keep[dist[keep] < (1 << 30)]
+        return items[keep]
+
+    def _current(self, conn: Any, sql: VectorSql, project: str | None) -> _Entry:
+        meta = dict(conn.execute(f"SELECT key, value FROM memory_meta WHERE key IN ('{GENERATION}', '{EPOCH}')"))
+        generation, epoch = int(meta.get(GENERATION, 0)), int(meta.get(EPOCH, 0))
+        entry = self._entries.pop(project, None)
+        if entry is None or entry.epoch != epoch:
+            entry = _Entry(epoch)
+        self._entries[project] = entry  # the newest at the end: the least recently searched goes first
+        while len(self._entries) > CACHED_PROJECTS:
+            del self._entries[next(iter(self._entries))]
+        if entry.generation != generation:
+            # A first load reads the project's blocks by the project's index; a catch-up, what changed since.
+            if entry.generation < 0:
+                where, params = ("1 = 1", ()) if project is None else ("project = ?", (project,))
+            else:
+                where = "changed > ?" + ("" if project is None else " AND project = ?")
+                params = (entry.generation,) + (() if project is None else (project,))
+            cur = conn.execute(sql.q(f"SELECT id, items, codes FROM memory_vector_blocks WHERE {where} ORDER BY id"),
+                               params)
+            while rows := cur.fetchmany(SCAN_BATCH):
+                for block, items_blob, codes_blob in rows:
+                    entry.place(int(block), bytes(items_blob), bytes(codes_blob))
+            entry.generation = generation
+        return entry
+
+    def forget(self) -> None:
+        self._entries.clear()
 
 
 def group_by_project(rows: Iterable[tuple[int, str, str]]) -> dict[str, list[tuple[int, str]]]:

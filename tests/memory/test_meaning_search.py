@@ -171,3 +171,29 @@ def test_without_the_model_hybrid_is_text_and_meaning_is_empty(tmp_path: Path, m
     hits = store.search("keyset", project="p1")
     assert [h["matchedBy"] for h in hits] == [["text"]]
     assert store.backfill() == 0
+
+
+def test_a_search_sees_what_another_process_wrote_and_dropped(tmp_path: Path) -> None:
+    """The codes a store keeps in memory catch up with every change another connection commits: items added,
+    a prompt replaced in an old block, every vector dropped for a model change."""
+    path = tmp_path / "memory.sqlite3"
+    mine, theirs = MemoryStore(path), MemoryStore(path)
+    fill(mine)
+    question, answer = QUESTIONS[4]
+    assert mine.search(question, project="p1", limit=3, mode="meaning")[0]["text"] == OBSERVATIONS[answer][1]
+    theirs.add_prompt("s9", "p1", 1, "the TLS handshake failed because the trust path was incomplete")
+    assert mine.search(question, project="p1", limit=3, mode="meaning")[0]["kind"] == "prompt"
+    theirs.add_prompt("s9", "p1", 1, "tomatoes and cucumbers in the garden")  # the same prompt, replaced
+    top = mine.search(question, project="p1", limit=3, mode="meaning")
+    assert all("TLS" not in h["text"] for h in top) and top[0]["text"] == OBSERVATIONS[answer][1]
+    assert mine.search("vegetables", project="p1", limit=1, mode="meaning")[0]["kind"] == "prompt"
+    conn = sqlite3.connect(str(path))
+    conn.execute("UPDATE memory_meta SET value = 'another-model/64' WHERE key = 'embedding_model'")
+    conn.commit()
+    conn.close()
+    theirs.close()
+    theirs = MemoryStore(path)
+    assert theirs.search(question, project="p1", mode="meaning") == []  # the other model's vectors are dropped
+    assert mine.search(question, project="p1", mode="meaning") == []  # and this cache knows it
+    theirs.backfill()
+    assert mine.search(question, project="p1", limit=3, mode="meaning")[0]["text"] == OBSERVATIONS[answer][1]
