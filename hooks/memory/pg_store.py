@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 T = TypeVar("T")
+Conn = psycopg.Connection[dict[str, Any]]  # every connection of the store makes dict rows (`dict_row`)
 log = logging.getLogger("hooks.memory")
 # The pool logs every failed connection attempt as a warning: while the server is down that would be a line (and a
 # `log` event to the frontend) every few seconds. The store reports an outage once itself.
@@ -220,7 +221,7 @@ def split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def migrate(conn: psycopg.Connection) -> int:
+def migrate(conn: Conn) -> int:
     """Bring the schema to SCHEMA_VERSION under the advisory lock; returns the version found before."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
@@ -267,7 +268,7 @@ class PgVectorIndex:
     advisory lock (several sidecars of one user append to the same last block) and are concatenations on the server.
     """
 
-    def put(self, conn: psycopg.Connection, scope: Scope, items: list[int], vectors: np.ndarray,
+    def put(self, conn: Conn, scope: Scope, items: list[int], vectors: np.ndarray,
             codes: np.ndarray) -> None:
         """Index `items` (all of `scope`) with their vectors and codes; an item indexed before is replaced in place."""
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (VECTOR_LOCK_CLASS, _scope_lock(scope)))
@@ -295,12 +296,12 @@ class PgVectorIndex:
             queue = queue[room:]
         while queue:
             take, queue = queue[:BLOCK], queue[BLOCK:]
-            block = conn.execute("INSERT INTO memory_vector_blocks (owner, team, shared, project, count, items, codes)"
-                                 " VALUES (%s, %s, %s, %s, 0, '', '') RETURNING id", scope).fetchone()["id"]
+            block = _scalar(conn, "INSERT INTO memory_vector_blocks (owner, team, shared, project, count, items, codes)"
+                                  " VALUES (%s, %s, %s, %s, 0, '', '') RETURNING id", scope)
             self._append(conn, int(block), 0, [items[n] for n in take], vectors[take], codes[take])
 
     @staticmethod
-    def _append(conn: psycopg.Connection, block: int, count: int, items: list[int], vectors: np.ndarray,
+    def _append(conn: Conn, block: int, count: int, items: list[int], vectors: np.ndarray,
                 codes: np.ndarray) -> None:
         import numpy as np
 
@@ -311,13 +312,13 @@ class PgVectorIndex:
                                   [(item, block, count + i, pack_vector(vectors[i])) for i, item in enumerate(items)])
 
     @staticmethod
-    def clear(conn: psycopg.Connection) -> None:
+    def clear(conn: Conn) -> None:
         """Forget every vector (the model changed: the backfill embeds everything again)."""
         conn.execute("DELETE FROM memory_vectors")
         conn.execute("DELETE FROM memory_vector_blocks")
 
     @staticmethod
-    def nearest(conn: psycopg.Connection, query: np.ndarray, query_code: np.ndarray, *, where: str,
+    def nearest(conn: Conn, query: np.ndarray, query_code: np.ndarray, *, where: str,
                 params: dict[str, Any], k: int, candidates: int = CANDIDATES) -> list[tuple[int, float]]:
         """The `k` items of the blocks matching `where` closest to `query`, as (item, cosine), best first.
 
@@ -385,7 +386,7 @@ class PostgresMemoryStore:
         self._flushed = threading.Condition()
         self._conn_kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
                                              "row_factory": dict_row, "options": f"-c search_path={SCHEMA}"}
-        self.pool = ConnectionPool(
+        self.pool: ConnectionPool[Any] = ConnectionPool(
             config.url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_WAIT_S, kwargs=self._conn_kwargs,
             check=ConnectionPool.check_connection, reconnect_timeout=0, name="orion-memory",
         )
@@ -525,6 +526,10 @@ class PostgresMemoryStore:
                 written += 1
             if written:
                 log.info("memory: wrote %d buffered writes to %s", written, self.describe())
+                if not self._up:
+                    # A write the flusher began just before a writer noticed the outage went through once the
+                    # server was back: it answers, and reads need not wait for the next probe to say so.
+                    self._came_up()
             self._overflow_reported = False
         with self._flushed:
             self._flushed.notify_all()
@@ -563,7 +568,7 @@ class PostgresMemoryStore:
         """Rows as dicts; [] while the server is unavailable (reported once; the flusher probes, not each read)."""
         return self._reading(lambda conn: list(conn.execute(sql, params).fetchall()), [])
 
-    def _reading(self, fn: Callable[[psycopg.Connection], T], empty: T) -> T:
+    def _reading(self, fn: Callable[[Conn], T], empty: T) -> T:
         """`fn(conn)` on a connection, or `empty` while the server is unavailable."""
         if len(self.spool) and self._up:
             self.flush_pending()  # read your own writes
@@ -576,7 +581,7 @@ class PostgresMemoryStore:
             self._went_down(exc)
             return empty
 
-    def _query(self, fn: Callable[[psycopg.Connection], T]) -> T:
+    def _query(self, fn: Callable[[Conn], T]) -> T:
         try:
             with self.pool.connection() as conn:
                 return fn(conn)
@@ -587,7 +592,7 @@ class PostgresMemoryStore:
             with psycopg.connect(self.config.url, **self._conn_kwargs) as conn:
                 return fn(conn)
 
-    def _write(self, fn: Callable[[psycopg.Connection], T]) -> T:
+    def _write(self, fn: Callable[[Conn], T]) -> T:
         """Run `fn(conn)` in one transaction (raises on any failure; tests and the importer)."""
         with self._write_lock, self.pool.connection() as conn, conn.transaction():
             return fn(conn)
@@ -605,7 +610,7 @@ class PostgresMemoryStore:
     # ------------------------------------------------------------------ writes
 
     @staticmethod
-    def _ensure_session(conn: psycopg.Connection, op: Op) -> None:
+    def _ensure_session(conn: Conn, op: Op) -> None:
         conn.execute(
             "INSERT INTO sessions (owner, team, shared, session_id, project, started_at, updated_at)"
             " VALUES (%(owner)s, %(team)s, %(shared)s, %(session_id)s, %(project)s, %(now)s, %(now)s)"
@@ -623,7 +628,7 @@ class PostgresMemoryStore:
         self._submit({"op": "prompt_count", **self._row(session_id, project, self._clock()), "number": number})
         return number
 
-    def _op_prompt_count(self, conn: psycopg.Connection, op: Op) -> None:
+    def _op_prompt_count(self, conn: Conn, op: Op) -> None:
         self._ensure_session(conn, op)
         conn.execute("UPDATE sessions SET prompt_count = GREATEST(prompt_count, %(number)s),"
                      " updated_at = GREATEST(updated_at, %(now)s), status = 'active'"
@@ -633,7 +638,7 @@ class PostgresMemoryStore:
         self._submit({"op": "prompt", **self._row(session_id, project, self._clock()),
                       "number": prompt_number, "text": clean(text)})
 
-    def _op_prompt(self, conn: psycopg.Connection, op: Op, embedded: Embedded | None = None) -> None:
+    def _op_prompt(self, conn: Conn, op: Op, embedded: Embedded | None = None) -> None:
         self._ensure_session(conn, op)
         row = conn.execute(
             "INSERT INTO user_prompts (owner, team, shared, session_id, project, prompt_number, text, created_at)"
@@ -656,7 +661,7 @@ class PostgresMemoryStore:
               "key": key or uuid.uuid4().hex, "tool": clean(tool_name), "text": clean(text)}
         return int(self._submit(op) or 0)
 
-    def _op_observation(self, conn: psycopg.Connection, op: Op, embedded: Embedded | None = None) -> int:
+    def _op_observation(self, conn: Conn, op: Op, embedded: Embedded | None = None) -> int:
         self._ensure_session(conn, op)
         row = conn.execute(
             "INSERT INTO observations (obs_key, owner, team, shared, session_id, project, prompt_number, tool_name,"
@@ -670,7 +675,7 @@ class PostgresMemoryStore:
         self._submit({"op": "summary", **self._row(session_id, project, self._clock()), "number": prompt_number,
                       "request": clean(request), "outcome": clean(outcome)})
 
-    def _op_summary(self, conn: psycopg.Connection, op: Op, embedded: Embedded | None = None) -> None:
+    def _op_summary(self, conn: Conn, op: Op, embedded: Embedded | None = None) -> None:
         self._ensure_session(conn, op)
         row = conn.execute(
             "INSERT INTO session_summaries (owner, team, shared, session_id, project, prompt_number, request, outcome,"
@@ -687,7 +692,7 @@ class PostgresMemoryStore:
         result = self._submit(op)
         return True if result is None else bool(result)
 
-    def _op_complete(self, conn: psycopg.Connection, op: Op) -> bool:
+    def _op_complete(self, conn: Conn, op: Op) -> bool:
         cur = conn.execute(
             "UPDATE sessions SET status = 'completed', completed_at = %(now)s, updated_at = GREATEST(updated_at,"
             " %(now)s), end_reason = %(reason)s WHERE owner = %(owner)s AND session_id = %(session_id)s", op)
@@ -783,7 +788,7 @@ class PostgresMemoryStore:
         where = _VISIBLE + (" AND project = %(project)s" if project else "")
         scope = self._scope(project=project)
 
-        def read(conn: psycopg.Connection) -> list[dict[str, Any]]:
+        def read(conn: Conn) -> list[dict[str, Any]]:
             if not self._ensure_model(conn, embedded.model):
                 return []
             with conn.transaction():
@@ -805,7 +810,7 @@ class PostgresMemoryStore:
         return self._reading(read, [])
 
     @staticmethod
-    def _rows_of(conn: psycopg.Connection, items: list[int], where: str,
+    def _rows_of(conn: Conn, items: list[int], where: str,
                  scope: dict[str, Any]) -> dict[int, dict[str, Any]]:
         """The rows of `items` that `where` lets this store see (checked again: the blocks were already filtered)."""
         rows: dict[int, dict[str, Any]] = {}
@@ -834,11 +839,11 @@ class PostgresMemoryStore:
         return Embedded(embedder.model_id, vectors, embedder.codes(vectors))
 
     @staticmethod
-    def _stored_model(conn: psycopg.Connection) -> str | None:
+    def _stored_model(conn: Conn) -> str | None:
         row = conn.execute("SELECT value FROM memory_meta WHERE key = 'embedding_model'").fetchone()
         return row["value"] if row else None
 
-    def _ensure_model(self, conn: psycopg.Connection, model: str) -> bool:
+    def _ensure_model(self, conn: Conn, model: str) -> bool:
         """Outside a transaction: make the database's vectors `model`'s (another model's are all dropped, under the
         exclusive model lock), once per process. False when that failed for a reason other than the connection:
         the write goes on without its vector (the backfill makes it)."""
@@ -864,7 +869,7 @@ class PostgresMemoryStore:
         self._model_checked = model
         return True
 
-    def _index(self, conn: psycopg.Connection, kind: str, row: dict[str, Any] | None,
+    def _index(self, conn: Conn, kind: str, row: dict[str, Any] | None,
                embedded: Embedded | None) -> None:
         """Inside a write: the row's vector, when the model made one and the database holds that model's vectors."""
         if embedded is None or row is None or not embedded.vectors.any():
@@ -874,7 +879,7 @@ class PostgresMemoryStore:
         self._vectors.put(conn, (row["owner"], row["team"], row["shared"], row["project"]),
                           [item_of(kind, row["id"])], embedded.vectors, embedded.codes)
 
-    def _holds_model(self, conn: psycopg.Connection, model: str) -> bool:
+    def _holds_model(self, conn: Conn, model: str) -> bool:
         """Inside a transaction about to write vectors: whether they are `model`'s, held so until the commit."""
         conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (MODEL_LOCK,))
         return self._stored_model(conn) == model
@@ -884,19 +889,18 @@ class PostgresMemoryStore:
         `items` and `embedded` are None while the server is unavailable."""
         embedder = get_embedder()
 
-        def read(conn: psycopg.Connection) -> tuple[int | None, int | None, str | None]:
+        def read(conn: Conn) -> tuple[int | None, int | None, str | None]:
             scope = self._scope()
-            items = conn.execute(
-                f"SELECT (SELECT count(*) FROM user_prompts WHERE {_VISIBLE})"
-                f" + (SELECT count(*) FROM observations WHERE {_VISIBLE})"
-                f" + (SELECT count(*) FROM session_summaries WHERE {_VISIBLE}) AS n", scope).fetchone()["n"]
-            embedded = conn.execute(
-                "SELECT count(*) AS n FROM memory_vectors v JOIN memory_vector_blocks b ON b.id = v.block"
-                f" WHERE {_VISIBLE}", scope).fetchone()["n"]
+            items = _scalar(conn, f"SELECT (SELECT count(*) FROM user_prompts WHERE {_VISIBLE})"
+                                  f" + (SELECT count(*) FROM observations WHERE {_VISIBLE})"
+                                  f" + (SELECT count(*) FROM session_summaries WHERE {_VISIBLE})", scope)
+            embedded = _scalar(conn, "SELECT count(*) FROM memory_vectors v JOIN memory_vector_blocks b"
+                                     f" ON b.id = v.block WHERE {_VISIBLE}", scope)
             return int(items), int(embedded), self._stored_model(conn)
 
-        items, embedded, stored = self._reading(read, (None, None, None))
-        status = {"items": items, "embedded": embedded, "model": stored, **embedder_status()}
+        unknown: tuple[int | None, int | None, str | None] = (None, None, None)
+        items, embedded, stored = self._reading(read, unknown)
+        status = {**embedder_status(), "items": items, "embedded": embedded, "model": stored}
         if embedder is not None and stored not in (None, embedder.model_id):
             status["embedded"] = 0  # another model's vectors: all made again at the next backfill
         return status
@@ -923,8 +927,13 @@ class PostgresMemoryStore:
                     break
                 vectors = embedder.embed([text for _, _, text in rows])
                 codes = embedder.codes(vectors)
-                self._write(lambda conn, rows=rows, vectors=vectors, codes=codes:
-                            self._put_batch(conn, embedder.model_id, rows, vectors, codes))
+
+                def put(conn: Conn, rows: list[tuple[int, Scope, str]] = rows, vectors: np.ndarray = vectors,
+                        codes: np.ndarray = codes) -> bool:
+                    return self._put_batch(conn, embedder.model_id, rows, vectors, codes)
+
+                if not self._write(put):
+                    break  # a sidecar with another model took the vectors over: this one's would be dropped
                 done += len(rows)
                 left = max(0, left - len(rows))
                 if progress is not None:
@@ -952,10 +961,11 @@ class PostgresMemoryStore:
                 after[code] = int(rows[-1]["id"]) if len(rows) == want else -1  # -1: this table is done
         return out
 
-    def _put_batch(self, conn: psycopg.Connection, model: str, rows: list[tuple[int, Scope, str]],
-                   vectors: np.ndarray, codes: np.ndarray) -> None:
+    def _put_batch(self, conn: Conn, model: str, rows: list[tuple[int, Scope, str]],
+                   vectors: np.ndarray, codes: np.ndarray) -> bool:
+        """Inside a transaction: index a backfill batch; False (nothing written) when the vectors are another model's."""
         if not self._holds_model(conn, model):
-            return
+            return False
         by_scope: dict[Scope, list[int]] = {}
         for n, (_, scope, _) in enumerate(rows):
             if vectors[n].any():
@@ -964,6 +974,14 @@ class PostgresMemoryStore:
             ns = by_scope[scope]
             # a row a writer indexed meanwhile is replaced by the same vector: harmless
             self._vectors.put(conn, scope, [rows[n][0] for n in ns], vectors[ns], codes[ns])
+        return True
+
+
+def _scalar(conn: Conn, sql: str, params: Any) -> Any:
+    """The first column of the one row `sql` returns."""
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None, sql
+    return next(iter(row.values()))
 
 
 def _hit(row: dict[str, Any], snippet: str, score: float, why: dict[str, Any]) -> dict[str, Any]:
