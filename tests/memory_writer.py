@@ -55,7 +55,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
                 await runner.drain()
     finally:
         await runner.aclose()
-    searches = {q: await search_memory(data, q, limit=100) for q in spec.get("searches", [])}
+    searches = {q: await search_memory(data, q, limit=100, mode="text") for q in spec.get("searches", [])}
     status = open_store(data).status()
     close_all_stores()
     return {"searches": searches, "status": status}

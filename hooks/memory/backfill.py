@@ -131,6 +131,8 @@ def _missing(data_dir: Path) -> int | None:
     status = open_store(data_dir).vector_status()
     if not status.get("available"):
         return None
+    if status.get("items") is None or status.get("embedded") is None:
+        raise ConnectionError("the memory database does not answer")  # a team database that is down: next time
     return max(0, int(status["items"]) - int(status["embedded"]))
 
 
@@ -197,4 +199,7 @@ def run_backfill(data_dir: Path, *, progress: str = "text", nice: int = 0) -> in
         print(json.dumps({"embedded": done, **status}))
     if not status.get("available"):
         return 2
+    if status.get("items") is None or status.get("embedded") is None:
+        sys.stderr.write("memory: the database does not answer; the backfill goes on next time\n")
+        return 1
     return 0 if int(status["items"]) <= int(status["embedded"]) or stopping.is_set() else 1

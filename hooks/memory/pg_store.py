@@ -872,8 +872,8 @@ class PostgresMemoryStore:
     def _index(self, conn: Conn, kind: str, row: dict[str, Any] | None,
                embedded: Embedded | None) -> None:
         """Inside a write: the row's vector, when the model made one and the database holds that model's vectors."""
-        if embedded is None or row is None or not embedded.vectors.any():
-            return  # no model, or nothing to embed: the backfill adds it once there is one
+        if embedded is None or row is None:
+            return  # no model: the backfill adds it once there is one (an empty text gets its zero vector)
         if not self._holds_model(conn, embedded.model):
             return
         self._vectors.put(conn, (row["owner"], row["team"], row["shared"], row["project"]),
@@ -968,8 +968,7 @@ class PostgresMemoryStore:
             return False
         by_scope: dict[Scope, list[int]] = {}
         for n, (_, scope, _) in enumerate(rows):
-            if vectors[n].any():
-                by_scope.setdefault(scope, []).append(n)
+            by_scope.setdefault(scope, []).append(n)  # a zero vector too: else it counts as missing forever
         for scope in sorted(by_scope):  # scope locks in one order: two backfills never wait on each other in a cycle
             ns = by_scope[scope]
             # a row a writer indexed meanwhile is replaced by the same vector: harmless

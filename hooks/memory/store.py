@@ -507,8 +507,8 @@ class MemoryStore:
         if embedded is None:
             return  # no model: the backfill adds it once there is one
         vectors, codes = embedded
-        if not vectors.any():
-            return
+        # A text of no known token gets a zero vector (similarity 0 to everything): stored all the same, so the
+        # backfill does not count it as missing forever.
         self._vectors.put(conn, project, items, vectors, codes)
 
     def vector_status(self) -> dict[str, Any]:
@@ -548,9 +548,8 @@ class MemoryStore:
             def tx(conn: sqlite3.Connection, rows=rows, vectors=vectors, codes=codes) -> None:
                 if self._model_checked != embedder.model_id:
                     return
-                keep = [n for n in range(len(rows)) if vectors[n].any()]
                 by_project: dict[str, list[int]] = {}
-                for n in keep:
+                for n in range(len(rows)):
                     by_project.setdefault(rows[n][1], []).append(n)
                 for project, ns in by_project.items():
                     # a row a writer indexed meanwhile is replaced by the same vector: harmless

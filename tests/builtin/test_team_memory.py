@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from hooks.memory.config import load_config
-from hooks.memory.pg_store import SCHEMA, PostgresMemoryStore
+from hooks.memory.pg_store import SCHEMA, SCHEMA_VERSION, PostgresMemoryStore
 from hooks.memory.search import search_memory
 from hooks.memory.store import close_all_stores, open_store
 from tests.builtin.harness import sandbox
@@ -92,7 +92,8 @@ def test_sidecars_starting_together_migrate_once(pg_server, tmp_path: Path) -> N
         assert errors == [] and len(stores) == 8
         assert all(s.status()["up"] for s in stores)
         with psycopg.connect(url) as conn:
-            assert conn.execute(f"SELECT version FROM {SCHEMA}.schema_version").fetchall() == [(1,)]
+            assert conn.execute(f"SELECT version FROM {SCHEMA}.schema_version").fetchall() == [
+                (v,) for v in range(1, SCHEMA_VERSION + 1)]
     finally:
         for s in stores:
             s.close()
@@ -158,7 +159,7 @@ async def test_four_writers_on_two_machines_share_only_what_their_users_shared(p
 
     async def hits(machine: Machine, query: str) -> list[dict]:
         machine.use(monkeypatch)
-        return await search_memory(machine.data, query, limit=100)
+        return await search_memory(machine.data, query, limit=100, mode="text")
 
     # Alice reads her own private project and the team's shared one, never Bob's private project; and vice versa.
     assert len(await hits(alice, "alphasecret")) == 25
@@ -168,8 +169,15 @@ async def test_four_writers_on_two_machines_share_only_what_their_users_shared(p
     assert await hits(bob, "alphasecret") == []
     assert len(await hits(bob, "alphaapp")) == 25
     # The shared project answers to either user's own folder as the filter.
-    assert len(await search_memory(bob.data, "alphaapp", project=str(bob.projects["app"]), limit=100)) == 25
-    assert await search_memory(bob.data, "alphaapp", project=str(bob.projects["secret"]), limit=100) == []
+    assert len(await search_memory(bob.data, "alphaapp", project=str(bob.projects["app"]), limit=100,
+                                   mode="text")) == 25
+    assert await search_memory(bob.data, "alphaapp", project=str(bob.projects["secret"]), limit=100,
+                               mode="text") == []
+    # By meaning, the nearest items come back whatever the words: never one of a row the searcher may not read.
+    for machine, unseen in ((alice, "bravosecret"), (bob, "alphasecret")):
+        machine.use(monkeypatch)
+        near = await search_memory(machine.data, unseen, limit=100)
+        assert near and not any(unseen in h["text"] for h in near)
 
     # Someone in another team, who happens to call a project "app" too, sees none of it.
     carol = Machine(tmp_path / "carol", url, "carol", "other", {"app": "app"})

@@ -48,12 +48,16 @@ async def test_four_sidecars_on_two_machines_share_one_database(pg_server, tmp_p
             await run.end(sid)
 
         async def search(name: str) -> None:
-            seen = set()
+            seen, near = set(), set()
             for _, _, _, word in PLAN:
-                hits = (await runs[name].request("memory/search", {"query": word, "limit": 50}))["results"]
-                if hits:
+                hits = (await runs[name].request("memory/search", {"query": word, "limit": 50, "mode": "text"}))
+                if hits["results"]:
                     seen.add(word)
+                # by meaning, the nearest items come back whatever the words: only ever visible ones
+                nearest = (await runs[name].request("memory/search", {"query": word, "limit": 50}))["results"]
+                near |= {w for _, _, _, w in PLAN for h in nearest if w in h["text"]}
             found[name] = seen
+            found[f"{name}-near"] = near
 
         async with anyio.create_task_group() as tg:  # all four write at once
             for _, name, _, word in PLAN:
@@ -64,3 +68,5 @@ async def test_four_sidecars_on_two_machines_share_one_database(pg_server, tmp_p
 
     assert found["a1"] == found["a2"] == {"aardvark", "albatross", "bison"}
     assert found["b1"] == found["b2"] == {"bison", "barracuda", "aardvark"}
+    for name in ("a1", "a2", "b1", "b2"):
+        assert found[f"{name}-near"] <= found[name], name
