@@ -2,13 +2,18 @@
 memory context, the first pass's recall and the database's size, at 1k, 10k, 100k (and 1M) observations.
 
     .venv/bin/python -m bench.bench_memory_meaning [--sizes 1000,10000,100000,1000000] [--backend sqlite|postgres]
+        [--pg-url postgresql://...]
 
 One database grows from size to size (as a user's does), filled in bulk through the store's own vector index
-(hooks/memory/vectors.py) with embeddings from the real model; every figure after that goes through the store's
-public methods. The corpus is generated: observations of the kind the memory-observe hook stores (a tool, its
-input, what came back), ~150-300 characters, from 40 x 40 x 40 x 40 combinations; the queries are paraphrases
-in other words plus a few word-for-word ones. `recall@10` compares the index's answer with an exact scan of every
-vector of the project (the floor a perfect index would reach).
+(hooks/memory/vectors.py; PostgreSQL: PgVectorIndex in the scope's blocks, bench/_pg_fill.py) with embeddings from
+the real model; every figure after that goes through the store's public methods. `--backend postgres` starts a
+throwaway server as the tests do (tests/pg_server.py, PostgreSQL's default durability) unless --pg-url names an
+empty database; its rows also report where a search by meaning spends its time (`pg_meaning_p50_ms`).
+The corpus is generated: observations of the kind the memory-observe hook stores (a tool, its input, what came
+back), ~150-300 characters, from 40 x 40 x 40 x 40 combinations; the queries are paraphrases in other words plus
+a few word-for-word ones. `recall@10` compares the index's answer with an exact scan of every
+vector of the project (PostgreSQL: of the same scope; the floor a perfect index would reach). `db_mib`: the SQLite
+file and its WAL, or every table of PostgreSQL's `orion_memory` schema with indexes and TOAST.
 """
 
 from __future__ import annotations
@@ -130,7 +135,50 @@ def exact_top(store: Any, query_vec: Any, project: str, k: int) -> list[int]:
     return [item for _, item in best]
 
 
-def measure(store: Any, embedder: Any, rng: random.Random, n: int, project: str, path: Path) -> dict[str, Any]:
+class SqliteBench:
+    """The SQLite store (hooks/memory/store.py) in `root`, and what the bench needs of it beyond the public methods."""
+
+    name = "sqlite"
+
+    def __init__(self, root: Path) -> None:
+        from hooks.memory.store import MemoryStore
+
+        self.path = root / "memory.sqlite3"
+        self.store = MemoryStore(self.path)
+
+    def describe(self) -> str:
+        return f"SQLite at {self.path}"
+
+    def close(self) -> None:
+        self.store.close()
+
+    def grow(self, embedder: Any, rng: random.Random, start: int, end: int, project: str,
+             observation: Any = None) -> float:
+        return grow_sqlite(self.store, embedder, rng, start, end, project)
+
+    def recall(self, embedder: Any, project: str, queries: list[str], k: int = 10) -> list[float]:
+        store = self.store
+        recalls = []
+        with store._lock:
+            for q in queries:
+                vec = embedder.embed([q])
+                got = [item for item, _ in store._vectors.nearest(store._conn, vec[0], embedder.codes(vec)[0],
+                                                                   project=project, k=k)]
+                want = exact_top(store, vec[0], project, k)
+                recalls.append(len(set(got) & set(want)) / k)
+        return recalls
+
+    def size_mib(self) -> float:
+        self.store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        path = self.path
+        return round(sum(os.path.getsize(p) for p in (str(path), f"{path}-wal") if os.path.exists(p)) / 2**20, 1)
+
+    def extra(self, embedder: Any, project: str, queries: list[str]) -> dict[str, Any]:
+        return {}
+
+
+def measure(bench: Any, embedder: Any, rng: random.Random, n: int, project: str) -> dict[str, Any]:
+    store = bench.store
     out: dict[str, Any] = {"observations": n}
     for mode in ("hybrid", "text", "meaning"):
         for q in QUERIES[:3]:
@@ -148,15 +196,7 @@ def measure(store: Any, embedder: Any, rng: random.Random, n: int, project: str,
         store.search(COMMON, project=project, limit=10, mode="text")
         times.append((time.perf_counter() - started) * 1000)
     out["search_common_word_text_p50_ms"] = round(statistics.median(times), 2)
-    recalls = []
-    with store._lock:
-        for q in QUERIES[:10]:
-            vec = embedder.embed([q])
-            got = [item for item, _ in store._vectors.nearest(store._conn, vec[0], embedder.codes(vec)[0],
-                                                               project=project, k=10)]
-            want = exact_top(store, vec[0], project, 10)
-            recalls.append(len(set(got) & set(want)) / 10)
-    out["recall_at_10"] = round(statistics.mean(recalls), 3)
+    out["recall_at_10"] = round(statistics.mean(bench.recall(embedder, project, QUERIES[:10], 10)), 3)
     times = []
     for _ in range(20):
         started = time.perf_counter()
@@ -171,8 +211,8 @@ def measure(store: Any, embedder: Any, rng: random.Random, n: int, project: str,
         times.append((time.perf_counter() - started) * 1000)
     out["insert_p50_ms"] = round(statistics.median(times), 3)
     out["insert_p95_ms"] = round(pct(times, 0.95), 3)
-    store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    out["db_mib"] = round(sum(os.path.getsize(p) for p in (str(path), f"{path}-wal") if os.path.exists(p)) / 2**20, 1)
+    out["db_mib"] = bench.size_mib()
+    out.update(bench.extra(embedder, project, QUERIES))
     out["max_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return out
 
@@ -202,14 +242,17 @@ def embed_cost(embedder: Any, rng: random.Random) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--pg-url", default=None,
+                        help="postgres: an empty database to grow in (default: a throwaway server, tests/pg_server.py)")
     parser.add_argument("--dir", type=Path, default=None, help="where the database grows (default: a temp dir)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     from hooks.memory.embedder import get_embedder
-    from hooks.memory.store import MemoryStore
 
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"command: .venv/bin/python -m bench.bench_memory_meaning --sizes {args.sizes}")
+    backend = f" --backend {args.backend}" if args.backend != "sqlite" else ""
+    print(f"command: .venv/bin/python -m bench.bench_memory_meaning --sizes {args.sizes}{backend}")
     print(f"load average before: {' '.join(open('/proc/loadavg').read().split()[:3])}")
     rng = random.Random(26)
     started = time.perf_counter()
@@ -217,19 +260,27 @@ def main() -> None:
     print(f"model load: {(time.perf_counter() - started) * 1000:.0f} ms ({embedder.model_id})")
     print("embedding:", json.dumps(embed_cost(embedder, rng)))
     root = args.dir or Path(tempfile.mkdtemp(prefix="bench_meaning_"))
-    path = root / "memory.sqlite3"
-    store = MemoryStore(path)
-    store.add_observation("other", "another-project", 1, "Bash", "a row of another project")
-    have, rows = 0, []
-    for n in sizes:
-        took = grow_sqlite(store, embedder, rng, have, n, "bench-project")
-        have = n
-        row = {"fill_s": round(took, 1), **measure(store, embedder, rng, n, "bench-project", path)}
-        have += 100  # measure() inserted these through the store
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    print(f"load average after: {' '.join(open('/proc/loadavg').read().split()[:3])}")
-    store.close()
+    if args.backend == "postgres":
+        from bench._pg_fill import PgBench
+
+        bench: Any = PgBench(root, args.pg_url)
+        print(f"database: {bench.describe()}")
+    else:
+        bench = SqliteBench(root)
+    store = bench.store
+    try:
+        store.add_observation("other", "another-project", 1, "Bash", "a row of another project")
+        have, rows = 0, []
+        for n in sizes:
+            took = bench.grow(embedder, rng, have, n, "bench-project", observation)
+            have = n
+            row = {"fill_s": round(took, 1), **measure(bench, embedder, rng, n, "bench-project")}
+            have += 100  # measure() inserted these through the store
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        print(f"load average after: {' '.join(open('/proc/loadavg').read().split()[:3])}")
+    finally:
+        bench.close()
     if args.json:
         print(json.dumps(rows))
 
