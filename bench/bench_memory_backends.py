@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hooks.memory.config import load_config  # noqa: E402
 from hooks.memory.pg_store import PostgresMemoryStore  # noqa: E402
-from hooks.memory.store import MemoryStore  # noqa: E402
+from hooks.memory.store import MemoryStore, scope_token  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
 VOCAB = [f"w{k}x" for k in range(5000)]
@@ -60,8 +60,9 @@ def fill_sqlite(store: MemoryStore, n: int) -> None:
     def flush() -> None:
         conn.executemany("INSERT INTO observations (id, session_id, project, prompt_number, tool_name, text, created_at)"
                          " VALUES (?, ?, ?, 1, 'Bash', ?, ?)", batch)
-        conn.executemany("INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at)"
-                         " VALUES (?, 'observation', ?, ?, ?, ?)", [(b[3], b[0], b[1], b[2], b[4]) for b in batch])
+        conn.executemany("INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at, scope)"
+                         " VALUES (?, 'observation', ?, ?, ?, ?, ?)",
+                         [(b[3], b[0], b[1], b[2], b[4], scope_token(b[2])) for b in batch])
         batch.clear()
 
     for i, text in enumerate(texts(n), start=1):

@@ -34,8 +34,9 @@ def main() -> None:
                              " VALUES (?, '/p', 1, 1)", (sid,))
             conn.executemany("INSERT INTO observations (session_id, project, prompt_number, tool_name, text, created_at)"
                              " VALUES (?, ?, ?, ?, ?, ?)", rows)
-            conn.execute("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at)"
-                         " SELECT id, text, 'observation', id, session_id, project, created_at FROM observations")
+            conn.execute("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at, scope)"
+                         " SELECT id, text, 'observation', id, session_id, project, created_at,"
+                         " 's' || lower(hex(project)) || '0' FROM observations")
 
         store._write(fill)
         new, old = [], []

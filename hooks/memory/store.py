@@ -40,7 +40,7 @@ from hooks.redaction import redact
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA_V1 = """
@@ -142,7 +142,33 @@ CREATE INDEX memory_vector_blocks_by_change ON memory_vector_blocks (changed);
 INSERT INTO memory_meta (key, value) VALUES ('vectors_generation', '0'), ('vectors_epoch', '0');
 """
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+# v4: each full-text row also indexes its project as one token (`scope`, a column bm25 weighs 0), so a project's
+# search intersects posting lists instead of reading every match's row to filter on an UNINDEXED column, and the
+# ranking can be bounded to the newest matches (`RANK_WINDOW`). Rowids are kept: the vectors still point at them.
+_SCHEMA_V4 = """
+CREATE VIRTUAL TABLE memory_fts_v4 USING fts5 (
+    text,
+    kind UNINDEXED,
+    ref_id UNINDEXED,
+    session_id UNINDEXED,
+    project UNINDEXED,
+    created_at UNINDEXED,
+    scope,
+    tokenize = 'porter unicode61'
+);
+INSERT INTO memory_fts_v4 (rowid, text, kind, ref_id, session_id, project, created_at, scope)
+    SELECT rowid, text, kind, ref_id, session_id, project, created_at, 's' || lower(hex(project)) || '0'
+    FROM memory_fts;
+DROP TABLE memory_fts;
+ALTER TABLE memory_fts_v4 RENAME TO memory_fts;
+"""
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+# Full-text ranking is bounded: the newest RANK_WINDOW matches of a query (observations; and as many prompts and
+# summaries) are ranked by bm25, so a word in every row costs what a rare one does. "Newest, then most relevant
+# among them": docs/MEMORY.md, "Search".
+RANK_WINDOW = 2000
+_BM25 = "bm25(memory_fts, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)"  # the text alone: the scope token weighs nothing
 SEARCH_MODES = ("hybrid", "text", "meaning")
 FUSE_DEPTH = 50  # hybrid: how many hits of each ranking are fused
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.): a hit's share is 1 / (RRF_K + rank)
@@ -157,8 +183,15 @@ def _replace_fts(conn: sqlite3.Connection, rowid: int, text: str, kind: str, ref
                  project: str, now: float) -> None:
     """A prompt's or summary's full-text row, replaced by its own rowid (an index lookup, not a scan)."""
     conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
-    conn.execute("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at)"
-                 " VALUES (?, ?, ?, ?, ?, ?, ?)", (rowid, text, kind, ref_id, session_id, project, now))
+    conn.execute("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at, scope)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (rowid, text, kind, ref_id, session_id, project, now,
+                                                      scope_token(project)))
+
+
+def scope_token(project: str) -> str:
+    """The one full-text token a project's rows carry in `scope` (hex, so no tokenizer or stemmer splits or
+    changes it; the same as the migration's `'s' || lower(hex(project)) || '0'`)."""
+    return "s" + project.encode("utf-8").hex() + "0"
 
 
 class MemoryStoreError(Exception):
@@ -332,8 +365,9 @@ class MemoryStore:
             )
             rowid = int(cur.lastrowid or 0)
             fts = conn.execute(
-                "INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at) VALUES (?, 'observation', ?, ?, ?, ?)",
-                (text, rowid, session_id, project, now),
+                "INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at, scope)"
+                " VALUES (?, 'observation', ?, ?, ?, ?, ?)",
+                (text, rowid, session_id, project, now, scope_token(project)),
             )
             self._index(conn, project, [int(fts.lastrowid or 0)], embedded)
             return rowid
@@ -423,23 +457,31 @@ class MemoryStore:
         return [public(h) for h in fuse(text_hits, meaning_hits, limit=limit, k=RRF_K)]
 
     def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
+        """Full-text hits, best first: of each side (observations; prompts and summaries), the newest
+        RANK_WINDOW matches ranked by bm25; a project's search matches its scope token with the words."""
         match = fts_query(query)
         if match is None:
             return []
-        sql = (
-            "SELECT rowid AS item, kind, session_id, project, text, created_at,"
-            " snippet(memory_fts, 0, '«', '»', '…', 16) AS snippet, bm25(memory_fts) AS rank"
-            " FROM memory_fts WHERE memory_fts MATCH ?"
-        )
-        params: list[Any] = [match]
         if project:
-            sql += " AND project = ?"
-            params.append(project)
-        sql += " ORDER BY rank LIMIT ?"
-        params.append(limit)
+            match = f'scope : "{scope_token(project)}" AND ({match})'
+        columns = ("SELECT rowid AS item, kind, session_id, project, text, created_at,"
+                   f" snippet(memory_fts, 0, '«', '»', '…', 16) AS snippet, {_BM25} AS rank FROM memory_fts")
+        rows: list[Any] = []
+        with self._lock:
+            # Observations count up from 1 (newest: highest); prompts and summaries down from -2 (newest: lowest).
+            for side, newest_first, within in (("rowid > 0", "DESC", ">="), ("rowid < 0", "ASC", "<=")):
+                bound = self._conn.execute(
+                    f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND {side}"
+                    f" ORDER BY rowid {newest_first} LIMIT 1 OFFSET ?", (match, RANK_WINDOW - 1)).fetchone()
+                # One rowid constraint only: FTS5 takes one range, and a second would be a filter over every match.
+                window = f"rowid {within} {int(bound[0])}" if bound else side
+                rows.extend(self._conn.execute(
+                    f"{columns} WHERE memory_fts MATCH ? AND {window} ORDER BY rank LIMIT ?",
+                    (match, limit)).fetchall())
+        rows.sort(key=lambda r: (float(r["rank"]), -float(r["created_at"])))
         # bm25 is lower-is-better and negative; flip it so a bigger score is a better match.
         return [_hit(r, r["snippet"], -float(r["rank"]), {"text": text_why(n, -float(r["rank"]))})
-                for n, r in enumerate(self._read(sql, tuple(params)), 1)]
+                for n, r in enumerate(rows[:limit], 1)]
 
     def _meaning_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
         embedder = get_embedder()

@@ -129,3 +129,37 @@ def test_concurrent_writers_from_threads(tmp_path, memory_backend):
 def test_fts_query_quotes_every_word():
     assert fts_query('login OR "x" NEAR(a*') == '"login" "OR" "x" "NEAR" "a"'
     assert fts_query("  ") is None
+
+
+def test_a_version_3_memory_keeps_its_rows_and_vectors_through_the_scope_migration(tmp_path) -> None:
+    """v4 rebuilds the full-text table with each project's scope token: rowids (which the vectors point at) kept,
+    a project's search by words and by meaning answers as before."""
+    from hooks.memory.store import _MIGRATIONS, _split_sql
+
+    path = tmp_path / "m.sqlite3"
+    store = MemoryStore(path)
+    store.add_observation("s1", "/p", 1, "Bash", "the zebra migration ran twice")
+    store.add_observation("s1", "/q", 1, "Bash", "the zebra of another project")
+    store.add_prompt("s1", "/p", 1, "why did the zebra migration run twice")
+    store.close()
+    conn = sqlite3.connect(str(path))  # back to what version 3 had: no scope column
+    conn.execute("CREATE VIRTUAL TABLE old_fts USING fts5 (text, kind UNINDEXED, ref_id UNINDEXED,"
+                 " session_id UNINDEXED, project UNINDEXED, created_at UNINDEXED, tokenize = 'porter unicode61')")
+    conn.execute("INSERT INTO old_fts (rowid, text, kind, ref_id, session_id, project, created_at)"
+                 " SELECT rowid, text, kind, ref_id, session_id, project, created_at FROM memory_fts")
+    rowids = [r[0] for r in conn.execute("SELECT rowid FROM memory_fts ORDER BY rowid")]
+    conn.execute("DROP TABLE memory_fts")
+    conn.execute("ALTER TABLE old_fts RENAME TO memory_fts")
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    assert 4 in _MIGRATIONS and _split_sql(_MIGRATIONS[4])
+    store = MemoryStore(path)
+    assert store._read("PRAGMA user_version") == [{"user_version": SCHEMA_VERSION}]
+    assert [r["rowid"] for r in store._read("SELECT rowid FROM memory_fts ORDER BY rowid")] == rowids
+    by_words = store.search("zebra", project="/p", mode="text")
+    assert {h["text"] for h in by_words} == {"the zebra migration ran twice", "why did the zebra migration run twice"}
+    assert store.search("zebra", project="/q", mode="text")[0]["text"] == "the zebra of another project"
+    by_meaning = store.search("a database change applied two times", project="/p", mode="meaning")
+    assert {h["project"] for h in by_meaning} == {"/p"} and len(by_meaning) == 2
+    store.close()
