@@ -55,8 +55,8 @@ from hooks.memory.config import SHARED_PREFIX, MemoryConfig, owner_of, shared_pr
 from hooks.memory.embedder import CODE_BYTES, embedder_status, get_embedder
 from hooks.memory.ranking import fuse, meaning_snippet, meaning_why, public, text_why
 from hooks.memory.spool import Op, Spool
-from hooks.memory.store import (BACKFILL_BATCH, FUSE_DEPTH, RRF_K, SEARCH_MODES, ContextItems, SchemaTooNewError,
-                                fts_query, iso_utc)
+from hooks.memory.store import (BACKFILL_BATCH, FUSE_DEPTH, RANK_WINDOW, RRF_K, SEARCH_MODES, ContextItems,
+                                SchemaTooNewError, fts_query, iso_utc)
 from hooks.memory.tags import strip_tags
 from hooks.memory.vectors import BLOCK, CANDIDATES, SCAN_BATCH, pack_vector, unpack_vectors
 from hooks.redaction import redact
@@ -752,30 +752,32 @@ class PostgresMemoryStore:
         return [public(h) for h in fuse(text_hits, meaning_hits, limit=limit, k=RRF_K)]
 
     def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
+        """Full-text hits, best first: of each table, the newest RANK_WINDOW matches ranked by ts_rank_cd (as on
+        SQLite: a word in every row costs what a rare one does). The planner picks how to find them: the GIN
+        index for a rare word, the newest rows of the project filtered by the query for a common one."""
         match = fts_query(query)
         if match is None:
             return []
         where = f"tsv @@ q AND {_VISIBLE}" + (" AND project = %(project)s" if project else "")
+
+        def newest(table: str, kind: str, text: str) -> str:
+            return (f"(SELECT id * 4 + {KIND_CODES[kind]} AS item, '{kind}' AS kind, session_id, project,"
+                    f" {text} AS text, created_at, tsv FROM {table}, query WHERE {where}"
+                    " ORDER BY created_at DESC LIMIT %(window)s)")
+
         sql = (
             f"WITH query AS (SELECT websearch_to_tsquery('{TS_CONFIG}', %(match)s) AS q),"
-            " hits AS ("
-            f" SELECT id * 4 + {KIND_CODES['prompt']} AS item, 'prompt' AS kind, session_id, project, text,"
-            "  created_at, ts_rank_cd(tsv, q) AS rank"
-            f"  FROM user_prompts, query WHERE {where}"
-            " UNION ALL"
-            f" SELECT id * 4 + {KIND_CODES['observation']}, 'observation', session_id, project, text, created_at,"
-            "  ts_rank_cd(tsv, q)"
-            f"  FROM observations, query WHERE {where}"
-            " UNION ALL"
-            f" SELECT id * 4 + {KIND_CODES['summary']}, 'summary', session_id, project,"
-            "  request || E'\\n' || outcome, created_at, ts_rank_cd(tsv, q)"
-            f"  FROM session_summaries, query WHERE {where}"
-            " ORDER BY rank DESC, created_at DESC, item LIMIT %(limit)s)"
+            " matched AS ("
+            f" {newest('user_prompts', 'prompt', 'text')} UNION ALL {newest('observations', 'observation', 'text')}"
+            f" UNION ALL {newest('session_summaries', 'summary', _SUMMARY_TEXT)}),"
+            " hits AS (SELECT matched.item, matched.kind, matched.session_id, matched.project, matched.text,"
+            "  matched.created_at, ts_rank_cd(matched.tsv, query.q) AS rank FROM matched, query"
+            "  ORDER BY rank DESC, created_at DESC, item LIMIT %(limit)s)"
             f" SELECT hits.*, ts_headline('{TS_CONFIG}', text, q, 'StartSel=«, StopSel=», MaxWords=16, MinWords=6,"
             " ShortWord=2, MaxFragments=1, FragmentDelimiter=…') AS snippet FROM hits, query ORDER BY rank DESC,"
             " created_at DESC, item"
         )
-        rows = self._read(sql, self._scope(match=match, project=project, limit=limit))
+        rows = self._read(sql, self._scope(match=match, project=project, limit=limit, window=RANK_WINDOW))
         return [_hit(r, _join_marks(r["snippet"]), float(r["rank"]), {"text": text_why(n, float(r["rank"]))})
                 for n, r in enumerate(rows, 1)]
 
@@ -996,6 +998,9 @@ def _hit(row: dict[str, Any], snippet: str, score: float, why: dict[str, Any]) -
         "score": round(score, 6),
         "why": why,
     }
+
+
+_SUMMARY_TEXT = "request || E'\\n' || outcome"  # a summary's searchable text, as SQLite's full-text row holds it
 
 
 def _without_tsv(row: dict[str, Any]) -> dict[str, Any]:
