@@ -18,17 +18,35 @@ from tests.memory.paraphrases import OBSERVATIONS, QUESTIONS
 pytestmark = pytest.mark.asyncio
 
 
-def store_without_vectors(data: Path, project: Path, monkeypatch) -> str:
-    """What an older sidecar left: the memory, no vectors."""
+def store_without_vectors(data: Path, project: Path, monkeypatch, url: str | None = None) -> str:
+    """What an older sidecar left: the memory, no vectors (in the SQLite file, or the team database at `url`)."""
     key = project_identity(data, project).id
-    monkeypatch.setattr(store_module, "get_embedder", lambda: None)
-    store = MemoryStore(store_module.memory_db_path(data))
+    if url is None:
+        monkeypatch.setattr(store_module, "get_embedder", lambda: None)
+        store = MemoryStore(store_module.memory_db_path(data))
+    else:
+        import hooks.memory.pg_store as pg_module
+        from hooks.memory.config import load_config
+
+        monkeypatch.setattr(pg_module, "get_embedder", lambda: None)
+        store = pg_module.PostgresMemoryStore(load_config({"ORION_MEMORY_URL": url}, data / "no-settings.json"), data)
     for n, (tool, text) in enumerate(OBSERVATIONS):
         store.add_observation(f"old-{n // 10}", key, n % 10 + 1, tool, text)
     store.add_observation("elsewhere", "proj_someone_else", 1, "Edit", "an unrelated note about gardening tomatoes")
+    if url is not None:
+        assert store.wait_flushed(10)
     store.close()
     monkeypatch.undo()
     return key
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend_env(request, tmp_path: Path) -> dict[str, str]:
+    """The sidecar's environment for each memory backend (PostgreSQL: a real server, tests/pg_server.py)."""
+    env = {"ORION_DATA_DIR": str(tmp_path / "data")}
+    if request.param == "postgres":
+        env["ORION_MEMORY_URL"] = request.getfixturevalue("pg_server").create_database()
+    return env
 
 
 async def search_all(run, project: Path, mode: str) -> list[list[dict]]:
@@ -41,15 +59,15 @@ def hits(results: list[list[dict]]) -> int:
                for found, (_, answer) in zip(results, QUESTIONS))
 
 
-async def test_memory_from_before_is_backfilled_and_found_by_meaning_after_a_restart(tmp_path: Path,
-                                                                                     monkeypatch) -> None:
-    data = tmp_path / "data"
-    env = {"ORION_DATA_DIR": str(data)}
+async def test_memory_from_before_is_backfilled_and_found_by_meaning_after_a_restart(tmp_path: Path, monkeypatch,
+                                                                                     backend_env) -> None:
+    data, env = Path(backend_env["ORION_DATA_DIR"]), backend_env
+    backend = "postgres" if "ORION_MEMORY_URL" in env else "sqlite"
     async with open_sidecar(tmp_path, "notes", trust=False, env=env) as run:
         project = run.project
-        key = store_without_vectors(data, project, monkeypatch)
+        key = store_without_vectors(data, project, monkeypatch, env.get("ORION_MEMORY_URL"))
         status = await run.request("memory/status")
-        assert status["backend"] == "sqlite" and status["meaningAvailable"] is True
+        assert status["backend"] == backend and status["meaningAvailable"] is True
         assert status["items"] == 31 and status["embedded"] == 0
         assert status["backfill"]["state"] in ("checking", "running", "done")
         with anyio.fail_after(120):
