@@ -336,7 +336,7 @@ class MemorySearchParams(WireModel):
     """Search remembered prompts, observations and summaries by words, by meaning, or both (docs/MEMORY.md)."""
 
     query: str
-    project: str | None = None
+    project: str | None = None  # the project's folder (absolute path) or its key (proj_…, team:…); a bare name: -32602
     limit: int = Field(default=10, ge=1, le=100)
     # hybrid: both rankings fused by reciprocal rank; text: full-text only; meaning: the embedding model only.
     mode: Literal["hybrid", "text", "meaning"] = "hybrid"

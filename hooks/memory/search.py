@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from hooks.memory.config import SHARED_PREFIX
 from hooks.memory.identity import lookup_project
 from hooks.memory.store import memory_exists, open_store
 
@@ -28,6 +29,7 @@ async def search_memory(
     required; FTS operators are not interpreted). An empty query or a missing database gives [].
     """
     limit = max(1, min(int(limit), MAX_LIMIT))
+    check_project_filter(project)
     if not query.strip():
         return []
 
@@ -42,6 +44,19 @@ async def search_memory(
         return store.search(query, project=key, limit=limit, mode=mode)
 
     return await anyio.to_thread.run_sync(run)
+
+
+def check_project_filter(project: str | None) -> None:
+    """A `project` filter is the project's folder (an absolute path) or its key as memory files it (`proj_…`, or
+    `team:<name>` for a project shared with the team). A bare name ("app") would match nothing, silently: two
+    folders named app are two projects (docs/SECURITY.md, "Memory identity"), so it is refused with the reason."""
+    if project is None or os.path.isabs(os.path.expanduser(project)):
+        return
+    if project.startswith(("proj_", SHARED_PREFIX)):
+        return
+    raise ValueError(f"memory/search 'project' must be the project's folder as an absolute path, or its id "
+                     f"(proj_…) or shared name ({SHARED_PREFIX}…); {project!r} is neither (a folder's name alone "
+                     "does not say which folder)")
 
 
 async def memory_search_method(params: dict[str, Any], *, data_dir: Path) -> list[dict[str, Any]]:

@@ -35,8 +35,13 @@ def register(app: SidecarApp) -> None:
             from hooks.memory.backfill import JOB
 
             JOB.kick(data_dir)  # what was stored before search by meaning existed gets its vectors
-        results = await search_memory(data_dir, params.query, project=params.project, limit=params.limit,
-                                      mode=params.mode)
+        try:
+            results = await search_memory(data_dir, params.query, project=params.project, limit=params.limit,
+                                          mode=params.mode)
+        except ValueError as exc:  # a project filter that names no folder and no project key
+            from ipc.errors import InvalidParams
+
+            raise InvalidParams(str(exc), data={"project": params.project}) from None
         return {"results": results}
 
     @app.method("memory/status")

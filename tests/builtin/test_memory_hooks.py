@@ -68,9 +68,13 @@ async def test_search_finds_a_stored_observation(tmp_path):
         # The project filter takes the project's folder (or its id); a bare folder name matches nothing.
         by_method = await memory_search_method({"query": "login test", "project": str(sb.project), "limit": 5},
                                                data_dir=sb.data)
-        by_name = await memory_search_method({"query": "login test", "project": "project"}, data_dir=sb.data)
+        with pytest.raises(ValueError, match="absolute path"):  # a folder's name alone says nothing: refused
+            await memory_search_method({"query": "login test", "project": "project"}, data_dir=sb.data)
+        by_name: list = []
         project_id = project_identity(sb.data, sb.project).id
-        other_project = await memory_search_method({"query": "login", "project": "elsewhere"}, data_dir=sb.data)
+        by_id = await memory_search_method({"query": "login test", "project": project_id}, data_dir=sb.data)
+        other_project = await memory_search_method({"query": "login", "project": str(sb.root / "elsewhere")},
+                                                   data_dir=sb.data)
         private = await search_memory(sb.data, "4321", mode="text")
         # by meaning, the nearest items come back, but nothing of the private part was stored to be found
         private_by_meaning = await search_memory(sb.data, "4321 PIN hidden", mode="meaning")
@@ -84,6 +88,7 @@ async def test_search_finds_a_stored_observation(tmp_path):
                                  "matchedBy"}
     assert by_method[0]["matchedBy"] == ["text", "meaning"]  # hybrid (the default): both rankings agree
     assert other_project == [] and private == [] and by_name == []
+    assert {h["kind"] for h in by_id} >= {"prompt", "observation", "summary"}
     assert private_by_meaning and not any("4321" in h["text"] or "hidden" in h["text"] for h in private_by_meaning)
 
 

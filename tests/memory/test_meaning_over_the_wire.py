@@ -93,7 +93,8 @@ async def test_memory_from_before_is_backfilled_and_found_by_meaning_after_a_res
 async def test_bad_search_params_get_a_specific_error_and_the_sidecar_goes_on(tmp_path: Path) -> None:
     async with open_sidecar(tmp_path, "notes", trust=False, env={"ORION_DATA_DIR": str(tmp_path / "data")}) as run:
         for params, named in (({"query": "x", "mode": "vibes"}, "mode"), ({"query": "x", "limit": 0}, "limit"),
-                              ({"query": 3}, "query"), ({"mode": "meaning"}, "query")):
+                              ({"query": 3}, "query"), ({"mode": "meaning"}, "query"),
+                              ({"query": "x", "project": "app"}, "project")):
             with pytest.raises(RemoteError) as bad:
                 await run.request("memory/search", params)
             assert bad.value.code == -32602 and named in str(bad.value.data), (params, bad.value.data)

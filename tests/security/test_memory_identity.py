@@ -100,8 +100,9 @@ async def test_two_folders_named_app_get_separate_memory(tmp_path: Path) -> None
     # Searching by the other folder finds nothing of mine; by mine, it does.
     assert await search_memory(sessions.data, "quartzfalcon", project=str(theirs)) == []
     assert await search_memory(sessions.data, "quartzfalcon", project=str(mine))
-    # And a bare name matches no project at all.
-    assert await search_memory(sessions.data, "quartzfalcon", project="app") == []
+    # And a bare name is refused, with the reason: it names no folder in particular.
+    with pytest.raises(ValueError, match="absolute path"):
+        await search_memory(sessions.data, "quartzfalcon", project="app")
 
 
 @pytest.mark.usefixtures("memory_backend")  # on SQLite and on PostgreSQL
