@@ -752,24 +752,32 @@ class PostgresMemoryStore:
         return [public(h) for h in fuse(text_hits, meaning_hits, limit=limit, k=RRF_K)]
 
     def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
-        """Full-text hits, best first: of each table, the newest RANK_WINDOW matches ranked by ts_rank_cd (as on
-        SQLite: a word in every row costs what a rare one does). The planner picks how to find them: the GIN
-        index for a rare word, the newest rows of the project filtered by the query for a common one."""
+        """Full-text hits, best first, ranked by ts_rank_cd; a table where the query matches more than
+        DENSE_MATCHES rows ranks only its newest RANK_WINDOW matches (as on SQLite: a word in every row costs what
+        a rare one does). Which tables are dense is asked first, with a LIMIT the planner serves from the GIN
+        index for a rare word and from the first rows for a common one: an ORDER BY created_at LIMIT in every
+        case would make it walk the newest rows for a rare word too, reading the whole table to find nothing."""
         match = fts_query(query)
         if match is None:
             return []
         where = f"tsv @@ q AND {_VISIBLE}" + (" AND project = %(project)s" if project else "")
+        tables = (("user_prompts", "prompt", "text"), ("observations", "observation", "text"),
+                  ("session_summaries", "summary", _SUMMARY_TEXT))
+        params = self._scope(match=match, project=project, limit=limit, window=RANK_WINDOW, dense=DENSE_MATCHES)
+        head = f"WITH query AS (SELECT websearch_to_tsquery('{TS_CONFIG}', %(match)s) AS q)"
+        counted = self._read(head + " SELECT " + ", ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM {table}, query WHERE {where} LIMIT %(dense)s) AS m) AS {kind}"
+            for table, kind, _ in tables), params)
+        if not counted:
+            return []  # the database does not answer: nothing found (reported once by the store)
 
-        def newest(table: str, kind: str, text: str) -> str:
+        def matched(table: str, kind: str, text: str) -> str:
+            newest = " ORDER BY created_at DESC LIMIT %(window)s" if counted[0][kind] >= DENSE_MATCHES else ""
             return (f"(SELECT id * 4 + {KIND_CODES[kind]} AS item, '{kind}' AS kind, session_id, project,"
-                    f" {text} AS text, created_at, tsv FROM {table}, query WHERE {where}"
-                    " ORDER BY created_at DESC LIMIT %(window)s)")
+                    f" {text} AS text, created_at, tsv FROM {table}, query WHERE {where}{newest})")
 
         sql = (
-            f"WITH query AS (SELECT websearch_to_tsquery('{TS_CONFIG}', %(match)s) AS q),"
-            " matched AS ("
-            f" {newest('user_prompts', 'prompt', 'text')} UNION ALL {newest('observations', 'observation', 'text')}"
-            f" UNION ALL {newest('session_summaries', 'summary', _SUMMARY_TEXT)}),"
+            f"{head}, matched AS ({' UNION ALL '.join(matched(*t) for t in tables)}),"
             " hits AS (SELECT matched.item, matched.kind, matched.session_id, matched.project, matched.text,"
             "  matched.created_at, ts_rank_cd(matched.tsv, query.q) AS rank FROM matched, query"
             "  ORDER BY rank DESC, created_at DESC, item LIMIT %(limit)s)"
@@ -777,7 +785,7 @@ class PostgresMemoryStore:
             " ShortWord=2, MaxFragments=1, FragmentDelimiter=…') AS snippet FROM hits, query ORDER BY rank DESC,"
             " created_at DESC, item"
         )
-        rows = self._read(sql, self._scope(match=match, project=project, limit=limit, window=RANK_WINDOW))
+        rows = self._read(sql, params)
         return [_hit(r, _join_marks(r["snippet"]), float(r["rank"]), {"text": text_why(n, float(r["rank"]))})
                 for n, r in enumerate(rows, 1)]
 
@@ -1000,6 +1008,7 @@ def _hit(row: dict[str, Any], snippet: str, score: float, why: dict[str, Any]) -
     }
 
 
+DENSE_MATCHES = 4 * RANK_WINDOW  # more matches than this in a table: rank only its newest RANK_WINDOW
 _SUMMARY_TEXT = "request || E'\\n' || outcome"  # a summary's searchable text, as SQLite's full-text row holds it
 
 
