@@ -47,6 +47,7 @@ class RequestRecord:
     stop_reason: str | None = None
     error: dict[str, Any] | None = None  # the API error answered instead of a message (a scenario's `error` reply)
     at: float = field(default_factory=time.time)
+    size: int = 0  # bytes of the request body as received (what a byte-bounded log counts)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), default=str)
@@ -85,8 +86,19 @@ def conversation_key(body: dict[str, Any], headers: dict[str, str]) -> str:
     return "first:" + json.dumps(first_user.get("content") if first_user else None, sort_keys=True)[:2000]
 
 
+# Conversations a server remembers the script position of (least recently used forgotten first). Each is a few
+# hundred bytes; a live session is forgotten only if this many other conversations were served since its last request.
+MAX_CONVERSATIONS = 1024
+
+
 class ScriptedModelServer:
-    """Serves one Scenario. ``async with server.running() as url`` or ``await start()`` / ``await stop()``."""
+    """Serves one Scenario. ``async with server.running() as url`` or ``await start()`` / ``await stop()``.
+
+    ``keep`` / ``keep_bytes`` bound the in-memory request log (``requests``) to the newest records, by count and by
+    the bodies' total size (the newest record is always kept); ``None`` keeps everything, for tests that inspect
+    every request. The file log (``log_path``) always gets every request. ``max_conversations`` bounds how many
+    conversations' script positions are remembered, least recently used forgotten first.
+    """
 
     def __init__(
         self,
@@ -96,15 +108,23 @@ class ScriptedModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         keep: int | None = None,
+        keep_bytes: int | None = None,
+        max_conversations: int = MAX_CONVERSATIONS,
     ) -> None:
+        if max_conversations < 1:
+            raise ValueError("max_conversations must be at least 1")
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.requests: list[RequestRecord] = []
-        # Each logged body resends the whole conversation: a long-lived shared server keeps only the newest `keep`.
+        # Each logged body resends the whole conversation, so a record grows with its conversation: a long-lived
+        # server bounds the log by count and by bytes (200 records of a 500-prompt session held ~175 MiB: bench/RESULTS.md).
         self._keep = keep
+        self._keep_bytes = keep_bytes
+        self._max_conversations = max_conversations
         self._recorded = 0
         self._log_path = Path(log_path) if log_path else None
         self._host, self._port = host, port
         self._server: asyncio.Server | None = None
+        # Insertion order is recency of use: choose() moves a conversation to the end, the first is forgotten first.
         self._conversations: dict[str, _Conversation] = {}
         self._lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
@@ -190,7 +210,7 @@ class ScriptedModelServer:
         view = RequestView.of(body)
         key = conversation_key(body, headers)
         with self._lock:
-            convo = self._conversations.setdefault(key, _Conversation())
+            convo = self._conversation(key)
             for index, rule in enumerate(self.scenario.rules):
                 if rule.once and index in convo.used_rules:
                     continue
@@ -206,13 +226,38 @@ class ScriptedModelServer:
                 return f"turn:{turn}", self.scenario.turns[turn], key
             return "default", self.scenario.default, key
 
+    def _conversation(self, key: str) -> _Conversation:
+        """The conversation named ``key``, now the most recently used; the least recently used beyond the bound are
+        forgotten (a forgotten one that comes back starts the script again). Called with the lock held."""
+        convo = self._conversations.pop(key, None)
+        if convo is None:
+            convo = _Conversation()
+        self._conversations[key] = convo
+        while len(self._conversations) > self._max_conversations:
+            del self._conversations[next(iter(self._conversations))]
+        return convo
+
+    def conversation_count(self) -> int:
+        """How many conversations' script positions the server remembers."""
+        with self._lock:
+            return len(self._conversations)
+
     def _record(self, record: RequestRecord) -> None:
         with self._lock:
             record.index = self._recorded
             self._recorded += 1
             self.requests.append(record)
-            if self._keep is not None and len(self.requests) > self._keep:
-                del self.requests[: len(self.requests) - self._keep]
+            drop = 0
+            if self._keep is not None:
+                drop = max(0, len(self.requests) - self._keep)
+            if self._keep_bytes is not None:
+                # Summed afresh: at most `keep` records, and nothing can put a running total out of step.
+                total = sum(r.size for r in self.requests[drop:])
+                while total > self._keep_bytes and drop < len(self.requests) - 1:
+                    total -= self.requests[drop].size
+                    drop += 1
+            if drop:
+                del self.requests[:drop]
             waiters = list(self._waiters)
         if self._log_path is not None:
             with self._log_path.open("a", encoding="utf-8") as fh:
@@ -289,6 +334,7 @@ class ScriptedModelServer:
                     has_tools=bool(body and body.get("tools")),
                     conversation=extra.pop("conversation", None),
                     answered_by=answered_by,
+                    size=len(raw),
                     **extra,
                 )
             )
@@ -392,8 +438,12 @@ _host: _ServerHost | None = None
 _host_lock = threading.Lock()
 
 
-# Shared servers live as long as the sidecar; the file log (ORION_SCRIPTED_LOG_DIR) keeps everything.
+# Shared servers live as long as the sidecar; the file log (ORION_SCRIPTED_LOG_DIR) keeps everything. A request of
+# the real CLI is ~57 KB of JSON before any history (tools, system prompt) and ~3x that once decoded, and grows with
+# its conversation: the byte bound is what holds a long session's log to a few MiB.
 SHARED_SERVER_KEEP = 200
+SHARED_SERVER_KEEP_BYTES = 4 * 1024 * 1024
+SHARED_SERVER_CONVERSATIONS = MAX_CONVERSATIONS
 
 
 def get_or_start(scenario_path: str | Path, *, log_path: str | Path | None = None) -> str:
@@ -405,7 +455,9 @@ def get_or_start(scenario_path: str | Path, *, log_path: str | Path | None = Non
             _host = _ServerHost()
         server = _host.servers.get(path)
         if server is None:
-            server = ScriptedModelServer(path, log_path=log_path, keep=SHARED_SERVER_KEEP)
+            server = ScriptedModelServer(path, log_path=log_path, keep=SHARED_SERVER_KEEP,
+                                         keep_bytes=SHARED_SERVER_KEEP_BYTES,
+                                         max_conversations=SHARED_SERVER_CONVERSATIONS)
             _host.start(server)
             _host.servers[path] = server
         return server.url
