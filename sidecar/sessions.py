@@ -248,7 +248,8 @@ class SessionManager:
         self._frontend_gone = False
         self._request = request
         self._sessions: dict[str, Session] = {}
-        self._ended: dict[str, Session] = {}
+        # What session/list says of an ended session: its info, not the Session (hook set, runner, context).
+        self._ended: dict[str, dict[str, Any]] = {}
         self._starting: set[str] = set()
         self.index = SessionIndex(settings.data_dir)
         self._standbys = StandbyPool(self._close_built)
@@ -282,7 +283,7 @@ class SessionManager:
         return session
 
     def list(self) -> list[dict[str, Any]]:
-        return [s.info() for s in (*self._sessions.values(), *self._ended.values())]
+        return [*(s.info() for s in self._sessions.values()), *self._ended.values()]
 
     def live_sessions(self) -> list[Session]:
         return list(self._sessions.values())
@@ -841,7 +842,7 @@ class SessionManager:
 
             await anyio.to_thread.run_sync(archive_and_remove)
         self._sessions.pop(session_id, None)
-        self._ended[session_id] = session
+        self._ended[session_id] = session.info()
         while len(self._ended) > MAX_ENDED_REMEMBERED:
             self._ended.pop(next(iter(self._ended)))
         return session.hooks_ran_at_end

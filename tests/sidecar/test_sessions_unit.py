@@ -179,3 +179,23 @@ def test_the_session_end_budget_honours_claude_codes_variable_below_orions_own()
     assert session_end_budget_s({"CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "15000"}) == 15.0
     assert session_end_budget_s({"CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "15000", "ORION_SESSION_END_BUDGET": "3"}) == 3.0
     assert session_end_budget_s({"ORION_SESSION_END_BUDGET": "soon", "CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "-1"}) == 1.5
+
+
+async def test_an_ended_session_is_let_go_and_still_listed(tmp_path: Path) -> None:
+    """What the manager remembers of an ended session is what session/list shows: the session itself (its hook set,
+    runner, agent and context) can be collected (before, the last 256 were kept whole: ~60 KB each)."""
+    import gc
+    import weakref
+
+    manager = make_manager(tmp_path)
+    runner = FakeRunner()
+    add_session(manager, tmp_path, FakeAgent(), runner)
+    gone = weakref.ref(runner)  # (a Session has slots and no weak references: its runner stands for it)
+    await manager.end("s1")
+    assert runner.closed
+    del runner
+    gc.collect()
+    assert gone() is None
+    assert [(i["sessionId"], i["state"]) for i in manager.list()] == [("s1", "ended")]
+    with pytest.raises(SessionNotFound):
+        manager.get("s1")
