@@ -67,7 +67,7 @@ def unpack_vectors(blobs: Sequence[bytes]) -> np.ndarray:
 
     if not blobs:
         return np.zeros((0, DIM), dtype=np.float32)
-    return np.frombuffer(b"".join(bytes(b) for b in blobs), dtype="<f2").reshape(-1, DIM).astype(np.float32)
+    return np.frombuffer(b"".join(blobs), dtype="<f2").reshape(-1, DIM).astype(np.float32)
 
 
 class VectorIndex:
@@ -196,17 +196,22 @@ class VectorIndex:
         if best_items.size == 0:
             return []
         ids = [int(i) for i in best_items]
-        found: list[tuple[int, bytes]] = []
+        items: list[int] = []
+        blobs: list[bytes] = []
+        cursor = conn.cursor()
+        cursor.row_factory = None  # plain tuples: a thousand rows, read as cheaply as the driver can
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             marks = ", ".join([self.sql.placeholder] * len(chunk))
-            found.extend((int(r[0]), bytes(r[1])) for r in
-                         conn.execute(f"SELECT item, vector FROM memory_vectors WHERE item IN ({marks})", chunk))
-        if not found:
+            for item, blob in cursor.execute(f"SELECT item, vector FROM memory_vectors WHERE item IN ({marks})",
+                                             chunk).fetchall():
+                items.append(item)
+                blobs.append(blob)
+        if not items:
             return []
-        sims = unpack_vectors([blob for _, blob in found]) @ np.asarray(query, dtype=np.float32)
-        ranked = heapq.nlargest(k, zip(sims.tolist(), (item for item, _ in found)))
-        return [(item, float(sim)) for sim, item in ranked]
+        sims = unpack_vectors(blobs) @ np.asarray(query, dtype=np.float32)
+        best = np.argsort(-sims, kind="stable")[:k]
+        return [(int(items[n]), float(sims[n])) for n in best]
 
     def missing(self, conn: Any, *, after: int | None, limit: int, texts_sql: str) -> list[tuple[int, str, str]]:
         """Up to `limit` (item, project, text) not yet indexed, in item order after `after` (a resumable walk).
