@@ -74,7 +74,7 @@ QUERIES = [
     "payment worker double-charged", "added an index on the report query", "webhook receiver timed out",
     "switched to Decimal in billing", "the scheduler misread the timezone",
 ]
-COMMON = "the"  # a word in every observation: the full-text floor of ranking every match (issue 27)
+COMMON = "ticket"  # a word in every observation ("the" is a stop word on PostgreSQL): the worst case of ranking
 
 
 def observation(rng: random.Random, i: int) -> tuple[str, str]:
