@@ -47,6 +47,9 @@ class PgBench:
         if rows[0]["n"]:
             raise SystemExit("--pg-url must name an empty database (its memory would mix with the bench's)")
 
+    def count(self) -> int:
+        return int(self.store._read("SELECT count(*) AS n FROM observations WHERE project = 'bench-project'")[0]["n"])
+
     def describe(self) -> str:
         where = "a throwaway server (tests/pg_server.py, durable)" if self.server else "the given database"
         version = self.store._read("SHOW server_version")[0]["server_version"]
