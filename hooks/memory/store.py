@@ -145,6 +145,7 @@ INSERT INTO memory_meta (key, value) VALUES ('vectors_generation', '0'), ('vecto
 # v4: each full-text row also indexes its project as one token (`scope`, a column bm25 weighs 0), so a project's
 # search intersects posting lists instead of reading every match's row to filter on an UNINDEXED column, and the
 # ranking can be bounded to the newest matches (`RANK_WINDOW`). Rowids are kept: the vectors still point at them.
+# The memory context's "newest of a project" indexes end in the id too: rows of one instant need no sort.
 _SCHEMA_V4 = """
 CREATE VIRTUAL TABLE memory_fts_v4 USING fts5 (
     text,
@@ -161,6 +162,10 @@ INSERT INTO memory_fts_v4 (rowid, text, kind, ref_id, session_id, project, creat
     FROM memory_fts;
 DROP TABLE memory_fts;
 ALTER TABLE memory_fts_v4 RENAME TO memory_fts;
+DROP INDEX observations_by_project;
+CREATE INDEX observations_by_project ON observations (project, created_at DESC, id DESC);
+DROP INDEX session_summaries_by_project;
+CREATE INDEX session_summaries_by_project ON session_summaries (project, created_at DESC, id DESC);
 """
 
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
