@@ -182,6 +182,9 @@ _TEXTS_AFTER = "SELECT rowid, project, text FROM memory_fts WHERE rowid > ? ORDE
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 16
+STOP_WORDS = frozenset({"a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+                        "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+                        "they", "this", "to", "was", "will", "with"})
 
 
 def _replace_fts(conn: sqlite3.Connection, rowid: int, text: str, kind: str, ref_id: int, session_id: str,
@@ -220,8 +223,12 @@ def iso_utc(ts: float) -> str:
 
 
 def fts_query(query: str) -> str | None:
-    """A user's free text as a safe FTS5 query: every word quoted (no operators), all required."""
-    terms = _WORD.findall(query)[:MAX_QUERY_TERMS]
+    """A user's free text as a safe FTS5 query: every word quoted (no operators), all required, English stop
+    words left out when other words remain (PostgreSQL's `english` configuration drops them too; on SQLite a
+    word in every row made a query cost what ranking the whole history does, and found nothing more)."""
+    terms = _WORD.findall(query)
+    content = [t for t in terms if t.lower() not in STOP_WORDS]
+    terms = (content or terms)[:MAX_QUERY_TERMS]
     if not terms:
         return None
     return " ".join(f'"{t}"' for t in terms)

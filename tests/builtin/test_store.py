@@ -127,7 +127,8 @@ def test_concurrent_writers_from_threads(tmp_path, memory_backend):
 
 
 def test_fts_query_quotes_every_word():
-    assert fts_query('login OR "x" NEAR(a*') == '"login" "OR" "x" "NEAR" "a"'
+    assert fts_query('login OR "x" NEAR(a*') == '"login" "x" "NEAR"'  # quoted; stop words (OR, a) left out
+    assert fts_query("the") == '"the"'  # but a query of stop words alone searches for them
     assert fts_query("  ") is None
 
 
