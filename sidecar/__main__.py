@@ -147,5 +147,23 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
+def drop_working_directory_from_path() -> None:
+    """`python -m sidecar` puts its working directory first on sys.path; an editor may start it in the user's
+    project, and a cloned project's `numpy.py` or `hooks/` would then be imported instead of ours at the first
+    import made after start-up (most are made then). Dropped unless it is this checkout itself (a developer
+    running from the repository). Launchers should prefer `python -P -m sidecar` or `orion-sidecar`: nothing here
+    can protect the import of `sidecar` itself (docs/SECURITY.md, "What the sidecar imports")."""
+    if sys.flags.safe_path or not sys.path:
+        return
+    try:
+        first = os.path.realpath(sys.path[0] or os.getcwd())
+    except OSError:
+        return
+    ours = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if first == os.path.realpath(os.getcwd()) and first != ours:
+        del sys.path[0]
+
+
 if __name__ == "__main__":
+    drop_working_directory_from_path()
     exit_now(main())

@@ -36,7 +36,7 @@ def backfill_argv(data_dir: Path) -> list[str]:
     tail = ["--data-dir", str(data_dir), "--progress", "json", "--nice", str(NICE)]
     if is_frozen():
         return [sys.executable, ROLE_FLAG, "memory-backfill", *tail]
-    return [sys.executable, "-m", "hooks.memory", "backfill", *tail]
+    return [sys.executable, "-P", "-m", "hooks.memory", "backfill", *tail]  # -P: never the working directory's
 
 
 class BackfillJob:
