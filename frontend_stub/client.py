@@ -76,7 +76,8 @@ class _StderrTail:
 
 
 def default_sidecar_argv() -> list[str]:
-    return [sys.executable, "-m", "sidecar"]
+    # -P: the working directory is not put on the import path (docs/SECURITY.md, "What the sidecar imports").
+    return [sys.executable, "-P", "-m", "sidecar"]
 
 
 class EventStream:

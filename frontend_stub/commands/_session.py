@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 from frontend_stub.acp_client import OrionAcpClient
+from frontend_stub.client import default_sidecar_argv
 from frontend_stub.session_view import SessionView
 from ipc.errors import RemoteError
 
@@ -56,7 +56,7 @@ class StubClient(OrionAcpClient):
 
 
 def _sidecar_argv(sidecar: str | None) -> list[str]:
-    return shlex.split(sidecar) if sidecar else [sys.executable, "-m", "sidecar"]
+    return shlex.split(sidecar) if sidecar else default_sidecar_argv()
 
 
 async def run_session(
