@@ -30,7 +30,10 @@ the caller: the session goes on without the database.
   is `row id * 4 + kind code` (prompt 1, observation 2, summary 3). A write's
   vector is made when the write is applied, outside its transaction and
   written inside it: a spooled write is embedded when it is replayed, so the
-  spool holds text only, in the format it always had.
+  spool holds text only, in the format it always had. The codes of the last
+  few (visibility, project) searched are kept in memory as the SQLite store
+  keeps them (`PgCodeCache`), caught up at each search by reading only the
+  blocks stamped with a generation newer than the cache's (schema 3).
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ from hooks.memory.spool import Op, Spool
 from hooks.memory.store import (BACKFILL_BATCH, FUSE_DEPTH, RANK_WINDOW, RRF_K, SEARCH_MODES, ContextItems,
                                 SchemaTooNewError, fts_query, iso_utc)
 from hooks.memory.tags import strip_tags
-from hooks.memory.vectors import BLOCK, CANDIDATES, SCAN_BATCH, pack_vector, unpack_vectors
+from hooks.memory.vectors import (BLOCK, CACHED_PROJECTS, CANDIDATES, EPOCH, GENERATION, SCAN_BATCH, TOMBSTONE,
+                                  pack_vector, unpack_vectors)
 from hooks.redaction import redact
 
 if TYPE_CHECKING:
@@ -72,7 +76,7 @@ log = logging.getLogger("hooks.memory")
 logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 SCHEMA = "orion_memory"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # pg_advisory_xact_lock's key: any constant every sidecar agrees on ("orion_me" as a big-endian int64).
 MIGRATION_LOCK = 0x6F72696F6E5F6D65
 # Taken shared by every vector write and exclusively by a change of embedding model, which drops every vector: no
@@ -195,7 +199,19 @@ CREATE TABLE {SCHEMA}.memory_vectors (
 )
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# v3: the blocks' change stamps, so a search's cache of codes catches up by reading only what changed (PgCodeCache).
+# `changed` is the vector generation (memory_meta) of the transaction that last wrote the block; the index serves a
+# catch-up's `team = %(team)s AND changed > %(since)s` (the rest of the visibility rule filters the few rows found).
+# Blocks written before keep stamp 0: a cache loads everything once anyway. `vectors_epoch` is bumped when every
+# vector is dropped (a model change): a cache of another epoch starts over.
+_SCHEMA_V3 = f"""
+ALTER TABLE {SCHEMA}.memory_vector_blocks ADD COLUMN changed BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX memory_vector_blocks_by_change ON {SCHEMA}.memory_vector_blocks (team, changed);
+INSERT INTO {SCHEMA}.memory_meta (key, value) VALUES ('{GENERATION}', '0'), ('{EPOCH}', '0')
+    ON CONFLICT (key) DO NOTHING
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 # An item of the vector index: the row's id * 4 + its kind's code, unique across the three tables (never 0, the
 # index's tombstone).
@@ -260,17 +276,48 @@ class Embedded:
     codes: np.ndarray
 
 
+def _bump(conn: Conn, key: str) -> int:
+    """Inside a write: add one to the memory_meta counter `key` and return the new value. The row stays locked
+    until the transaction ends (an upsert: a database whose row is missing gets it)."""
+    row = conn.execute("INSERT INTO memory_meta (key, value) VALUES (%s, '1') ON CONFLICT (key) DO UPDATE"
+                       " SET value = (memory_meta.value::bigint + 1)::text RETURNING value", (key,)).fetchone()
+    assert row is not None
+    return int(row["value"] if isinstance(row, dict) else row[0])
+
+
 class PgVectorIndex:
     """hooks/memory/vectors.py's index in the team database; the caller owns the transaction.
 
     The same layout (float16 vectors, 32-byte codes packed BLOCK to a row, a Hamming scan then exact cosines), with
     blocks per scope: `nearest` reads only the blocks its caller's visibility rule selects. Appends take the scope's
     advisory lock (several sidecars of one user append to the same last block) and are concatenations on the server.
+
+    With `cache` (the store's), the codes `nearest` scans are kept in memory per (rule, owner, team, project)
+    (`PgCodeCache`) and caught up through the blocks' change stamps.
+
+    Stamp ordering. A cache that saw generation G next reads only blocks stamped > G, so once a reader can see G,
+    every block stamped <= G must already be committed (and visible to it). A sequence would not give that: a
+    writer that drew 5 could commit after one that drew 6, and a reader seeing 6 would never look at 5 again. So a
+    writer takes its stamp by updating the generation row (`_bump`: an upsert ... RETURNING), which holds that row's
+    lock until it commits: the next writer's update waits for the commit, then (READ COMMITTED) bumps the committed
+    value. Stamps are therefore handed out in commit order: if a snapshot sees generation G, the transaction that
+    wrote G committed before it, and so did every transaction with a smaller stamp. A search reads the generation
+    and the blocks in one REPEATABLE READ snapshot, so it holds exactly the blocks stamped <= G (outside a
+    transaction the generation is read first, and what the blocks add beyond it is read again next time: harmless).
+    The price is that vector writes of the whole database take turns from their `put` to their commit (a write's
+    transaction ends right after its put; a backfill batch is one transaction). Lock order, so no two writers wait
+    on each other in a cycle: the model lock (shared), then the generation row, then the scope's advisory lock;
+    the model change takes the model lock exclusively and then only the epoch row.
     """
+
+    def __init__(self, *, cache: bool = False) -> None:
+        self.cache = PgCodeCache() if cache else None
 
     def put(self, conn: Conn, scope: Scope, items: list[int], vectors: np.ndarray,
             codes: np.ndarray) -> None:
-        """Index `items` (all of `scope`) with their vectors and codes; an item indexed before is replaced in place."""
+        """Index `items` (all of `scope`) with their vectors and codes; an item indexed before is replaced in place.
+        Every block written is stamped with a new generation (see the class's note on ordering)."""
+        stamp = _bump(conn, GENERATION)  # first: before the scope's lock (the lock order above)
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (VECTOR_LOCK_CLASS, _scope_lock(scope)))
         items = [int(i) for i in items]
         known = {int(r["item"]): (int(r["block"]), int(r["slot"])) for r in conn.execute(
@@ -282,8 +329,9 @@ class PgVectorIndex:
                 continue
             block, slot = known[item]
             conn.execute("UPDATE memory_vectors SET vector = %s WHERE item = %s", (pack_vector(vectors[n]), item))
-            conn.execute("UPDATE memory_vector_blocks SET codes = overlay(codes PLACING %s FROM %s FOR %s)"
-                         " WHERE id = %s", (codes[n].tobytes(), slot * CODE_BYTES + 1, CODE_BYTES, block))
+            conn.execute("UPDATE memory_vector_blocks SET codes = overlay(codes PLACING %s FROM %s FOR %s),"
+                         " changed = %s WHERE id = %s",
+                         (codes[n].tobytes(), slot * CODE_BYTES + 1, CODE_BYTES, stamp, block))
         if not fresh:
             return
         last = conn.execute("SELECT id, count FROM memory_vector_blocks WHERE owner = %s AND team = %s"
@@ -292,44 +340,56 @@ class PgVectorIndex:
         if last is not None and int(last["count"]) < BLOCK:
             room = BLOCK - int(last["count"])
             self._append(conn, int(last["id"]), int(last["count"]), [items[n] for n in queue[:room]],
-                         vectors[queue[:room]], codes[queue[:room]])
+                         vectors[queue[:room]], codes[queue[:room]], stamp)
             queue = queue[room:]
         while queue:
             take, queue = queue[:BLOCK], queue[BLOCK:]
-            block = _scalar(conn, "INSERT INTO memory_vector_blocks (owner, team, shared, project, count, items, codes)"
-                                  " VALUES (%s, %s, %s, %s, 0, '', '') RETURNING id", scope)
-            self._append(conn, int(block), 0, [items[n] for n in take], vectors[take], codes[take])
+            block = _scalar(conn, "INSERT INTO memory_vector_blocks (owner, team, shared, project, count, items, codes,"
+                                  " changed) VALUES (%s, %s, %s, %s, 0, '', '', %s) RETURNING id", (*scope, stamp))
+            self._append(conn, int(block), 0, [items[n] for n in take], vectors[take], codes[take], stamp)
 
     @staticmethod
     def _append(conn: Conn, block: int, count: int, items: list[int], vectors: np.ndarray,
-                codes: np.ndarray) -> None:
+                codes: np.ndarray, stamp: int) -> None:
         import numpy as np
 
-        conn.execute("UPDATE memory_vector_blocks SET count = count + %s, items = items || %s, codes = codes || %s"
-                     " WHERE id = %s", (len(items), np.asarray(items, dtype="<i8").tobytes(),
-                                        np.ascontiguousarray(codes, dtype=np.uint8).tobytes(), block))
+        conn.execute("UPDATE memory_vector_blocks SET count = count + %s, items = items || %s, codes = codes || %s,"
+                     " changed = %s WHERE id = %s", (len(items), np.asarray(items, dtype="<i8").tobytes(),
+                                                     np.ascontiguousarray(codes, dtype=np.uint8).tobytes(), stamp,
+                                                     block))
         conn.cursor().executemany("INSERT INTO memory_vectors (item, block, slot, vector) VALUES (%s, %s, %s, %s)",
                                   [(item, block, count + i, pack_vector(vectors[i])) for i, item in enumerate(items)])
 
     @staticmethod
     def clear(conn: Conn) -> None:
-        """Forget every vector (the model changed: the backfill embeds everything again)."""
+        """Forget every vector (the model changed: the backfill embeds everything again); a new epoch, in the same
+        transaction, makes every cache start over."""
         conn.execute("DELETE FROM memory_vectors")
         conn.execute("DELETE FROM memory_vector_blocks")
+        _bump(conn, EPOCH)
 
-    @staticmethod
-    def nearest(conn: Conn, query: np.ndarray, query_code: np.ndarray, *, where: str,
+    def nearest(self, conn: Conn, query: np.ndarray, query_code: np.ndarray, *, where: str,
                 params: dict[str, Any], k: int, candidates: int = CANDIDATES) -> list[tuple[int, float]]:
         """The `k` items of the blocks matching `where` closest to `query`, as (item, cosine), best first.
 
-        Inside a transaction: the blocks are read through a server-side cursor, SCAN_BATCH rows at a time.
+        Inside a transaction (one snapshot for the generation, the blocks and the vectors): the blocks are read
+        through a server-side cursor, SCAN_BATCH rows at a time; with the cache, only those changed since it looked.
         """
-        import heapq
-
         import numpy as np
 
         want = max(k, candidates)
         target = np.frombuffer(np.ascontiguousarray(query_code, dtype=np.uint8).tobytes(), dtype=np.uint64)
+        if self.cache is not None:
+            best_items = self.cache.closest(conn, where, params, target, want)
+        else:
+            best_items = self._scan(conn, where, params, target, want)
+        return self._rank(conn, best_items, query, k)
+
+    @staticmethod
+    def _scan(conn: Conn, where: str, params: dict[str, Any], target: np.ndarray, want: int) -> np.ndarray:
+        """The `want` items of the blocks matching `where` whose codes are nearest `target` (Hamming), read now."""
+        import numpy as np
+
         words = CODE_BYTES // 8
         best_items = np.zeros(0, dtype=np.int64)
         best_dist = np.zeros(0, dtype=np.int64)
@@ -345,6 +405,15 @@ class PgVectorIndex:
                     keep = np.argpartition(dist, want - 1)[:want]
                     items, dist = items[keep], dist[keep]
                 best_items, best_dist = items, dist
+        return best_items
+
+    @staticmethod
+    def _rank(conn: Conn, best_items: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The candidates' float16 vectors, read by item, ranked by exact cosine."""
+        import heapq
+
+        import numpy as np
+
         if best_items.size == 0:
             return []
         found = [(int(r["item"]), bytes(r["vector"])) for r in conn.execute(
@@ -354,6 +423,121 @@ class PgVectorIndex:
         sims = unpack_vectors([blob for _, blob in found]) @ np.asarray(query, dtype=np.float32)
         ranked = heapq.nlargest(k, zip(sims.tolist(), (item for item, _ in found)))
         return [(item, float(sim)) for sim, item in ranked]
+
+
+CacheKey = tuple[str, tuple[tuple[str, Any], ...]]
+"""A cache entry's key: the blocks' filter (the visibility rule, and the project clause when there is one) and its
+parameters (the store's owner and team, the project)."""
+
+
+class _CodeEntry:
+    """The codes of the blocks one filter selects: BLOCK slots per block (32 bytes of code and the 8-byte item of
+    each), in the order the blocks were first read. The layout of hooks/memory/vectors.py's cache entry, kept here
+    so the two backends' caches can change apart."""
+
+    __slots__ = ("epoch", "generation", "slots", "items", "codes", "size")
+
+    def __init__(self, epoch: int) -> None:
+        import numpy as np
+
+        self.epoch, self.generation = epoch, -1
+        self.slots: dict[int, int] = {}  # block id -> its first slot
+        self.items = np.zeros(0, dtype=np.int64)
+        self.codes = np.zeros((0, CODE_BYTES // 8), dtype=np.uint64)
+        self.size = 0
+
+    def place(self, block: int, items_blob: bytes, codes_blob: bytes) -> None:
+        """The block's items and codes, in its slots (a block seen before is overwritten: a replaced code, more
+        items appended)."""
+        import numpy as np
+
+        start = self.slots.get(block)
+        if start is None:
+            start = self.slots[block] = self.size
+            self.size += BLOCK
+            if self.size > self.items.size:  # grow by doubling: appends cost O(1) amortized
+                capacity = max(BLOCK * 64, self.items.size * 2)
+                items = np.zeros(capacity, dtype=np.int64)  # zero = a tombstone: never a hit
+                codes = np.zeros((capacity, self.codes.shape[1]), dtype=np.uint64)
+                items[:self.items.size], codes[:self.items.size] = self.items, self.codes
+                self.items, self.codes = items, codes
+        got = np.frombuffer(items_blob, dtype="<i8")
+        self.items[start:start + got.size] = got
+        self.codes[start:start + got.size] = np.frombuffer(codes_blob, dtype=np.uint64).reshape(got.size, -1)
+
+
+class PgCodeCache:
+    """The codes of the last CACHED_PROJECTS (visibility rule, project) searched, as hooks/memory/vectors.py's
+    CodeCache keeps a project's (32 bytes of code an item), caught up with the database at each search. An entry
+    holds only the blocks its filter selects, so only what its store may see.
+
+    Thread-safe: the store's searches run on several threads at once, each in its own snapshot; one at a time
+    catches up and scans. `catch_ups` and `blocks_read` count the block queries run and the block rows they
+    returned (a search when nothing changed runs none)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[CacheKey, _CodeEntry] = {}
+        self._lock = threading.Lock()
+        self.catch_ups = 0
+        self.blocks_read = 0
+
+    def closest(self, conn: Conn, where: str, params: dict[str, Any], target: np.ndarray, want: int) -> np.ndarray:
+        """The `want` cached items nearest `target` (Hamming): the selection PgVectorIndex._scan makes."""
+        import numpy as np
+
+        key: CacheKey = (where, tuple(sorted(params.items())))
+        with self._lock:
+            entry = self._current(conn, key, where, params)
+            if entry.size == 0:
+                return np.zeros(0, dtype=np.int64)
+            items, codes = entry.items[:entry.size], entry.codes[:entry.size]
+            dist = np.bitwise_count(codes ^ target).sum(axis=1, dtype=np.int64)
+            dist[items == TOMBSTONE] = 1 << 30  # a block's unused slots
+            if items.size > want:
+                keep = np.argpartition(dist, want - 1)[:want]
+            else:
+                keep = np.arange(items.size)
+            keep = keep[dist[keep] < (1 << 30)]
+            return items[keep].copy()
+
+    def _current(self, conn: Conn, key: CacheKey, where: str, params: dict[str, Any]) -> _CodeEntry:
+        # The generation first (outside a transaction the blocks read after it may only be newer: read again later).
+        # The database's oid joins the epoch: a database dropped and made again (or restored) under the same URL
+        # starts its counters over, and must not be taken for the one cached.
+        with conn.cursor(row_factory=tuple_row) as cur:
+            meta = dict(cur.execute(
+                "SELECT key, value FROM memory_meta WHERE key IN (%s, %s) UNION ALL"
+                " SELECT 'oid', oid::text FROM pg_database WHERE datname = current_database()",
+                (GENERATION, EPOCH)).fetchall())
+        generation = int(meta.get(GENERATION, 0))
+        epoch = (int(meta.get("oid", 0)) << 32) + int(meta.get(EPOCH, 0))
+        entry = self._entries.pop(key, None)
+        # A generation older than the entry's: another search's newer snapshot caught it up, or the database went
+        # back (a restore, a lagging replica). Which one cannot be told: start over, correct either way.
+        if entry is None or entry.epoch != epoch or generation < entry.generation:
+            entry = _CodeEntry(epoch)
+        self._entries[key] = entry  # the newest at the end: the least recently searched goes first
+        while len(self._entries) > CACHED_PROJECTS:
+            del self._entries[next(iter(self._entries))]
+        if generation != entry.generation:
+            # A first load reads every block the filter selects; a catch-up, those changed since (by the change
+            # index: team and stamp, the rest of the rule filtering the few found).
+            since = "" if entry.generation < 0 else " AND changed > %(orion_since)s"
+            with conn.cursor(name="orion_memory_catch_up", row_factory=tuple_row) as cur:
+                cur.itersize = SCAN_BATCH
+                cur.execute(f"SELECT id, items, codes FROM memory_vector_blocks WHERE ({where}){since} ORDER BY id",
+                            {**params, "orion_since": entry.generation})
+                self.catch_ups += 1
+                while rows := cur.fetchmany(SCAN_BATCH):
+                    self.blocks_read += len(rows)
+                    for block, items_blob, codes_blob in rows:
+                        entry.place(int(block), bytes(items_blob), bytes(codes_blob))
+            entry.generation = generation
+        return entry
+
+    def forget(self) -> None:
+        with self._lock:
+            self._entries.clear()
 
 
 class PostgresMemoryStore:
@@ -380,7 +564,7 @@ class PostgresMemoryStore:
         self._outage_reported = False
         self._overflow_reported = False
         self._closed = False
-        self._vectors = PgVectorIndex()
+        self._vectors = PgVectorIndex(cache=True)
         self._model_checked: str | None = None  # the embedding model this process saw the database's vectors are of
         self._wake = threading.Event()
         self._flushed = threading.Condition()
