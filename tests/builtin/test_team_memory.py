@@ -94,6 +94,12 @@ def test_sidecars_starting_together_migrate_once(pg_server, tmp_path: Path) -> N
         with psycopg.connect(url) as conn:
             assert conn.execute(f"SELECT version FROM {SCHEMA}.schema_version").fetchall() == [
                 (v,) for v in range(1, SCHEMA_VERSION + 1)]
+            # schema 4: the full-text indexes take each write at once (no pending list for every search to scan)
+            options = conn.execute("SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n"
+                                   " ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname LIKE '%%_fts'",
+                                   (SCHEMA,)).fetchall()
+            assert sorted(options) == [(name, ["fastupdate=off"]) for name in
+                                       ("observations_fts", "session_summaries_fts", "user_prompts_fts")]
     finally:
         for s in stores:
             s.close()
