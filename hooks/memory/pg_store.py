@@ -934,7 +934,7 @@ class PostgresMemoryStore:
         projects). Without the embedding model, `hybrid` ranks by words alone and `meaning` finds nothing."""
         if mode not in SEARCH_MODES:
             raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
-        depth = limit if mode == "text" else max(limit, FUSE_DEPTH)
+        depth = max(limit, FUSE_DEPTH) if mode == "hybrid" else limit  # only fusion needs more than it returns
         text_hits = self._text_hits(query, project, depth) if mode != "meaning" else []
         meaning_hits = self._meaning_hits(query, project, depth) if mode != "text" else []
         if mode == "text":
