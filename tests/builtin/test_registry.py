@@ -16,9 +16,9 @@ from tests.builtin.harness import sandbox
 def test_every_builtin_hook_is_registered_in_order(tmp_path):
     registry = builtin_registry(data_dir=tmp_path)
     assert all(h.builtin for h in registry)
-    opt_in = ("ambient-context", "auto-approve")  # off unless the user's settings turn them on
+    opt_in = ("ambient-context", "auto-approve", "memory-related")  # off unless the user's settings turn them on
     assert tuple(dict.fromkeys(h.name for h in registry)) == tuple(n for n in BUILTIN_HOOK_NAMES if n not in opt_in)
-    assert len(BUILTIN_HOOK_NAMES) == 22
+    assert len(BUILTIN_HOOK_NAMES) == 23
     both = builtin_registry({name: {"enabled": True} for name in opt_in}, data_dir=tmp_path)
     assert tuple(dict.fromkeys(h.name for h in both)) == BUILTIN_HOOK_NAMES
     pre = [h.name for h in registry.for_event("PreToolUse")]
