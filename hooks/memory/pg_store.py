@@ -56,13 +56,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from hooks.memory.config import SHARED_PREFIX, MemoryConfig, owner_of, shared_project
 from hooks.memory.embedder import CODE_BYTES, embedder_status, get_embedder
-from hooks.memory.ranking import fuse, meaning_snippet, meaning_why, public, text_why
+from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
+from hooks.memory.ranking import search as ranked_search
 from hooks.memory.spool import Op, Spool
-from hooks.memory.store import (BACKFILL_BATCH, FUSE_DEPTH, RANK_WINDOW, RRF_K, SEARCH_MODES, ContextItems,
-                                SchemaTooNewError, fts_query, iso_utc)
+from hooks.memory.store import BACKFILL_BATCH, RANK_WINDOW, ContextItems, SchemaTooNewError, fts_query, iso_utc
 from hooks.memory.tags import strip_tags
-from hooks.memory.vectors import (BLOCK, CACHED_PROJECTS, CANDIDATES, EPOCH, GENERATION, SCAN_BATCH, TOMBSTONE,
-                                  pack_vector, unpack_vectors)
+from hooks.memory.vectors import (BLOCK, CACHED_PROJECTS, CANDIDATES, EPOCH, GENERATION, SCAN_BATCH, CodeEntry,
+                                  choose, pack_vector, rank_by_cosine)
 from hooks.redaction import redact
 
 if TYPE_CHECKING:
@@ -388,7 +388,7 @@ class PgVectorIndex:
         want = max(k, candidates)
         target = np.frombuffer(np.ascontiguousarray(query_code, dtype=np.uint8).tobytes(), dtype=np.uint64)
         if self.cache is not None:
-            best_items = self.cache.closest(conn, where, params, target, want)
+            best_items = self.cache.closest(conn, where, params, target, want, query)
         else:
             best_items = self._scan(conn, where, params, target, want)
         return self._rank(conn, best_items, query, k)
@@ -418,60 +418,16 @@ class PgVectorIndex:
     @staticmethod
     def _rank(conn: Conn, best_items: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The candidates' float16 vectors, read by item, ranked by exact cosine."""
-        import heapq
-
-        import numpy as np
-
         if best_items.size == 0:
             return []
-        found = [(int(r["item"]), bytes(r["vector"])) for r in conn.execute(
-            "SELECT item, vector FROM memory_vectors WHERE item = ANY(%s)", ([int(i) for i in best_items],))]
-        if not found:
-            return []
-        sims = unpack_vectors([blob for _, blob in found]) @ np.asarray(query, dtype=np.float32)
-        ranked = heapq.nlargest(k, zip(sims.tolist(), (item for item, _ in found)))
-        return [(item, float(sim)) for sim, item in ranked]
+        rows = conn.execute("SELECT item, vector FROM memory_vectors WHERE item = ANY(%s)",
+                            ([int(i) for i in best_items],)).fetchall()
+        return rank_by_cosine([int(r["item"]) for r in rows], [bytes(r["vector"]) for r in rows], query, k)
 
 
 CacheKey = tuple[str, tuple[tuple[str, Any], ...]]
 """A cache entry's key: the blocks' filter (the visibility rule, and the project clause when there is one) and its
 parameters (the store's owner and team, the project)."""
-
-
-class _CodeEntry:
-    """The codes of the blocks one filter selects: BLOCK slots per block (32 bytes of code and the 8-byte item of
-    each), in the order the blocks were first read. The layout of hooks/memory/vectors.py's cache entry, kept here
-    so the two backends' caches can change apart."""
-
-    __slots__ = ("epoch", "generation", "slots", "items", "codes", "size")
-
-    def __init__(self, epoch: int) -> None:
-        import numpy as np
-
-        self.epoch, self.generation = epoch, -1
-        self.slots: dict[int, int] = {}  # block id -> its first slot
-        self.items = np.zeros(0, dtype=np.int64)
-        self.codes = np.zeros((0, CODE_BYTES // 8), dtype=np.uint64)
-        self.size = 0
-
-    def place(self, block: int, items_blob: bytes, codes_blob: bytes) -> None:
-        """The block's items and codes, in its slots (a block seen before is overwritten: a replaced code, more
-        items appended)."""
-        import numpy as np
-
-        start = self.slots.get(block)
-        if start is None:
-            start = self.slots[block] = self.size
-            self.size += BLOCK
-            if self.size > self.items.size:  # grow by doubling: appends cost O(1) amortized
-                capacity = max(BLOCK * 64, self.items.size * 2)
-                items = np.zeros(capacity, dtype=np.int64)  # zero = a tombstone: never a hit
-                codes = np.zeros((capacity, self.codes.shape[1]), dtype=np.uint64)
-                items[:self.items.size], codes[:self.items.size] = self.items, self.codes
-                self.items, self.codes = items, codes
-        got = np.frombuffer(items_blob, dtype="<i8")
-        self.items[start:start + got.size] = got
-        self.codes[start:start + got.size] = np.frombuffer(codes_blob, dtype=np.uint64).reshape(got.size, -1)
 
 
 class PgCodeCache:
@@ -484,31 +440,19 @@ class PgCodeCache:
     returned (a search when nothing changed runs none)."""
 
     def __init__(self) -> None:
-        self._entries: dict[CacheKey, _CodeEntry] = {}
+        self._entries: dict[CacheKey, CodeEntry] = {}
         self._lock = threading.Lock()
         self.catch_ups = 0
         self.blocks_read = 0
 
-    def closest(self, conn: Conn, where: str, params: dict[str, Any], target: np.ndarray, want: int) -> np.ndarray:
-        """The `want` cached items nearest `target` (Hamming): the selection PgVectorIndex._scan makes."""
-        import numpy as np
-
+    def closest(self, conn: Conn, where: str, params: dict[str, Any], target: np.ndarray, want: int,
+                query: np.ndarray | None = None) -> np.ndarray:
+        """The `want` cached items the filter selects closest to the query (hooks/memory/vectors.py `choose`)."""
         key: CacheKey = (where, tuple(sorted(params.items())))
         with self._lock:
-            entry = self._current(conn, key, where, params)
-            if entry.size == 0:
-                return np.zeros(0, dtype=np.int64)
-            items, codes = entry.items[:entry.size], entry.codes[:entry.size]
-            dist = np.bitwise_count(codes ^ target).sum(axis=1, dtype=np.int64)
-            dist[items == TOMBSTONE] = 1 << 30  # a block's unused slots
-            if items.size > want:
-                keep = np.argpartition(dist, want - 1)[:want]
-            else:
-                keep = np.arange(items.size)
-            keep = keep[dist[keep] < (1 << 30)]
-            return items[keep].copy()
+            return choose(self._current(conn, key, where, params), target, want, query)
 
-    def _current(self, conn: Conn, key: CacheKey, where: str, params: dict[str, Any]) -> _CodeEntry:
+    def _current(self, conn: Conn, key: CacheKey, where: str, params: dict[str, Any]) -> CodeEntry:
         # The generation first (outside a transaction the blocks read after it may only be newer: read again later).
         # The database's oid joins the epoch: a database dropped and made again (or restored) under the same URL
         # starts its counters over, and must not be taken for the one cached.
@@ -523,7 +467,7 @@ class PgCodeCache:
         # A generation older than the entry's: another search's newer snapshot caught it up, or the database went
         # back (a restore, a lagging replica). Which one cannot be told: start over, correct either way.
         if entry is None or entry.epoch != epoch or generation < entry.generation:
-            entry = _CodeEntry(epoch)
+            entry = CodeEntry(epoch)
         self._entries[key] = entry  # the newest at the end: the least recently searched goes first
         while len(self._entries) > CACHED_PROJECTS:
             del self._entries[next(iter(self._entries))]
@@ -932,16 +876,7 @@ class PostgresMemoryStore:
         best first, each hit saying why it matched: MemoryStore.search's contract. Words: websearch_to_tsquery over
         the quoted words, ranked by ts_rank_cd. Meaning: the visible vector blocks (own rows, the team's shared
         projects). Without the embedding model, `hybrid` ranks by words alone and `meaning` finds nothing."""
-        if mode not in SEARCH_MODES:
-            raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
-        depth = max(limit, FUSE_DEPTH) if mode == "hybrid" else limit  # only fusion needs more than it returns
-        text_hits = self._text_hits(query, project, depth) if mode != "meaning" else []
-        meaning_hits = self._meaning_hits(query, project, depth) if mode != "text" else []
-        if mode == "text":
-            return [public(h) for h in text_hits[:limit]]
-        if mode == "meaning":
-            return [public({**h, "score": h["why"]["meaning"]["similarity"]}) for h in meaning_hits[:limit]]
-        return [public(h) for h in fuse(text_hits, meaning_hits, limit=limit, k=RRF_K)]
+        return ranked_search(query, project, limit, mode, self._text_hits, self._meaning_hits)
 
     def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
         """Full-text hits, best first, ranked by ts_rank_cd; a table where the query matches more than

@@ -7,9 +7,30 @@ only one of them likes. Each hit says why it matched (`matchedBy`, and its rank 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 SNIPPET_CHARS = 160
+SEARCH_MODES = ("hybrid", "text", "meaning")
+FUSE_DEPTH = 50  # hybrid: how many hits of each ranking are fused
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.): a hit's share is 1 / (RRF_K + rank)
+
+Hits = Callable[[str, "str | None", int], list[dict[str, Any]]]
+
+
+def search(query: str, project: str | None, limit: int, mode: str, text_hits: Hits,
+           meaning_hits: Hits) -> list[dict[str, Any]]:
+    """`memory/search` on a backend, given its two rankings (each `(query, project, depth) -> hits, best first`)."""
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
+    depth = max(limit, FUSE_DEPTH) if mode == "hybrid" else limit  # only fusion needs more than it returns
+    if mode == "text":
+        return [public(h) for h in text_hits(query, project, depth)[:limit]]
+    if mode == "meaning":
+        return [public({**h, "score": h["why"]["meaning"]["similarity"]})
+                for h in meaning_hits(query, project, depth)[:limit]]
+    return [public(h) for h in fuse(text_hits(query, project, depth), meaning_hits(query, project, depth),
+                                    limit=limit, k=RRF_K)]
 
 
 def meaning_snippet(text: str) -> str:

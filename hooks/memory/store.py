@@ -33,7 +33,8 @@ import anyio.to_thread
 
 from hooks.memory.config import MemoryConfig, MemoryConfigError, install_id, load_config
 from hooks.memory.embedder import embedder_status, get_embedder
-from hooks.memory.ranking import fuse, meaning_snippet, meaning_why, public, text_why
+from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
+from hooks.memory.ranking import search as ranked_search
 from hooks.memory.vectors import VectorIndex
 from hooks.private_files import fix_file_mode, open_private, private_data_dir
 from hooks.redaction import redact
@@ -174,9 +175,6 @@ _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _
 # among them": docs/MEMORY.md, "Search".
 RANK_WINDOW = 500
 _BM25 = "bm25(memory_fts, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)"  # the text alone: the scope token weighs nothing
-SEARCH_MODES = ("hybrid", "text", "meaning")
-FUSE_DEPTH = 50  # hybrid: how many hits of each ranking are fused
-RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.): a hit's share is 1 / (RRF_K + rank)
 BACKFILL_BATCH = 256
 _TEXTS_AFTER = "SELECT rowid, project, text FROM memory_fts WHERE rowid > ? ORDER BY rowid LIMIT ?"
 
@@ -457,16 +455,7 @@ class MemoryStore:
         """Prompts, observations and summaries by words (`text`), by meaning (`meaning`) or both fused (`hybrid`),
         best first; each hit says why it matched (hooks/memory/ranking.py). Without the embedding model, `hybrid`
         ranks by words alone and `meaning` finds nothing (memory status says why)."""
-        if mode not in SEARCH_MODES:
-            raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
-        depth = max(limit, FUSE_DEPTH) if mode == "hybrid" else limit  # only fusion needs more than it returns
-        text_hits = self._text_hits(query, project, depth) if mode != "meaning" else []
-        meaning_hits = self._meaning_hits(query, project, depth) if mode != "text" else []
-        if mode == "text":
-            return [public(h) for h in text_hits[:limit]]
-        if mode == "meaning":
-            return [public({**h, "score": h["why"]["meaning"]["similarity"]}) for h in meaning_hits[:limit]]
-        return [public(h) for h in fuse(text_hits, meaning_hits, limit=limit, k=RRF_K)]
+        return ranked_search(query, project, limit, mode, self._text_hits, self._meaning_hits)
 
     def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
         """Full-text hits, best first: of each side (observations; prompts and summaries), the newest

@@ -210,11 +210,7 @@ class VectorIndex:
                                              chunk).fetchall():
                 items.append(item)
                 blobs.append(blob)
-        if not items:
-            return []
-        sims = unpack_vectors(blobs) @ np.asarray(query, dtype=np.float32)
-        best = np.argsort(-sims, kind="stable")[:k]
-        return [(int(items[n]), float(sims[n])) for n in best]
+        return rank_by_cosine(items, blobs, query, k)
 
     def missing(self, conn: Any, *, after: int | None, limit: int, texts_sql: str) -> list[tuple[int, str, str]]:
         """Up to `limit` (item, project, text) not yet indexed, in item order after `after` (a resumable walk).
@@ -235,7 +231,7 @@ class VectorIndex:
         return out[:limit]
 
 
-class _Entry:
+class CodeEntry:
     """One project's codes (or every project's, under the key None): BLOCK slots per block, in block order. The
     codes are held by column (one contiguous array per 64-bit word of the code): the Hamming distance is then four
     passes over contiguous memory (~7 ms for a million items, against ~40 ms row by row)."""
@@ -309,36 +305,51 @@ def _byte_signs() -> np.ndarray:
     return np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32) * 2 - 1
 
 
+def choose(entry: CodeEntry, target: np.ndarray, want: int, query: np.ndarray | None = None) -> np.ndarray:
+    """The `want` items of `entry` whose codes are closest to the query: the SHORTLIST nearest by Hamming distance,
+    then, given the query's own vector, those whose codes agree best with it (each bit weighed by the query's value
+    on that dimension: the code compared with the vector, not with the vector's code). Both backends' caches."""
+    import numpy as np
+
+    if entry.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = max(want, SHORTLIST) if query is not None else want
+    keep = _nearest_slots(entry.distances(target), first)
+    if query is not None and keep.size > want:
+        table = _byte_signs() @ np.asarray(query, dtype=np.float32).reshape(CODE_BYTES, 8).T  # (256 values, 32)
+        agreement = table[entry.code_bytes(keep), np.arange(CODE_BYTES)].sum(axis=1)
+        keep = keep[np.argpartition(-agreement, want - 1)[:want]]
+    return entry.items[keep].copy()
+
+
+def rank_by_cosine(items: Sequence[int], blobs: Sequence[bytes], query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """(item, cosine) of the `k` vectors closest to `query`, best first, from the candidates' float16 blobs."""
+    import numpy as np
+
+    if not items:
+        return []
+    sims = unpack_vectors(list(blobs)) @ np.asarray(query, dtype=np.float32)
+    best = np.argsort(-sims, kind="stable")[:k]
+    return [(int(items[n]), float(sims[n])) for n in best]
+
+
 class CodeCache:
     """The codes of the last `CACHED_PROJECTS` projects searched, caught up with the database at each search."""
 
     def __init__(self) -> None:
-        self._entries: dict[str | None, _Entry] = {}
+        self._entries: dict[str | None, CodeEntry] = {}
 
     def closest(self, conn: Any, sql: VectorSql, project: str | None, target: np.ndarray, want: int,
                 query: np.ndarray | None = None) -> np.ndarray:
-        """The `want` items whose codes are closest to the query: the SHORTLIST nearest by Hamming distance, then,
-        given the query's own vector, those whose codes agree best with it (each bit weighed by the query's value
-        on that dimension: the code compared with the vector, not with the vector's code)."""
-        import numpy as np
+        """The `want` cached items of `project` closest to the query (`choose`)."""
+        return choose(self._current(conn, sql, project), target, want, query)
 
-        entry = self._current(conn, sql, project)
-        if entry.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        first = max(want, SHORTLIST) if query is not None else want
-        keep = _nearest_slots(entry.distances(target), first)
-        if query is not None and keep.size > want:
-            table = _byte_signs() @ np.asarray(query, dtype=np.float32).reshape(CODE_BYTES, 8).T  # (256 values, 32)
-            agreement = table[entry.code_bytes(keep), np.arange(CODE_BYTES)].sum(axis=1)
-            keep = keep[np.argpartition(-agreement, want - 1)[:want]]
-        return entry.items[keep]
-
-    def _current(self, conn: Any, sql: VectorSql, project: str | None) -> _Entry:
+    def _current(self, conn: Any, sql: VectorSql, project: str | None) -> CodeEntry:
         meta = dict(conn.execute(f"SELECT key, value FROM memory_meta WHERE key IN ('{GENERATION}', '{EPOCH}')"))
         generation, epoch = int(meta.get(GENERATION, 0)), int(meta.get(EPOCH, 0))
         entry = self._entries.pop(project, None)
         if entry is None or entry.epoch != epoch:
-            entry = _Entry(epoch)
+            entry = CodeEntry(epoch)
         self._entries[project] = entry  # the newest at the end: the least recently searched goes first
         while len(self._entries) > CACHED_PROJECTS:
             del self._entries[next(iter(self._entries))]

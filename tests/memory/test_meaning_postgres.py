@@ -345,7 +345,7 @@ def assert_cache_is_the_database(store: PostgresMemoryStore, url: str, only: str
             start = entry.slots[block]
             assert entry.items[start:start + count].tolist() == np.frombuffer(bytes(items), dtype="<i8").tolist()
             assert not entry.items[start + count:start + BLOCK].any()
-            assert entry.codes[start:start + count].tobytes() == bytes(codes)
+            assert entry.code_bytes(np.arange(start, start + count)).tobytes() == bytes(codes)
 
 
 def cached_scopes(store: PostgresMemoryStore, url: str) -> set[tuple[str, str, bool, str]]:
