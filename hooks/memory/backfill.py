@@ -91,8 +91,13 @@ class BackfillJob:
             if self._stopped:
                 return
             # Its stdin stays open and unused: when this process ends, however it ends, the backfill sees EOF and stops.
-            proc = subprocess.Popen(backfill_argv(data_dir), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+            try:
+                proc = subprocess.Popen(backfill_argv(data_dir), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+            except OSError as exc:
+                self._state[key].update(state="failed", error=f"the backfill process did not start: {exc}")
+                log.warning("memory: the backfill process did not start: %s", exc)
+                return
             self._procs[key] = proc
             self._state[key].update(state="running", left=left, total=left, startedAt=time.time())
         log.info("memory: embedding %d stored items for search by meaning (in the background)", left)
