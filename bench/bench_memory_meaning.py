@@ -109,10 +109,10 @@ def grow_sqlite(store: Any, embedder: Any, rng: random.Random, start: int, end: 
             for tool, text in rows:
                 ref = conn.execute("INSERT INTO observations (session_id, project, prompt_number, tool_name, text,"
                                    " created_at) VALUES (?, ?, 1, ?, ?, ?)", (sid, project, tool, text, now)).lastrowid
-                items.append(conn.execute("INSERT INTO memory_fts (text, kind, ref_id, session_id, project,"
-                                          " created_at, scope) VALUES (?, 'observation', ?, ?, ?, ?,"
-                                          " 's' || lower(hex(?)) || '0')",
-                                          (text, ref, sid, project, now, project)).lastrowid)
+                conn.execute("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at,"
+                             " scope) VALUES (?, ?, 'observation', ?, ?, ?, ?, 's' || lower(hex(?)) || '0')",
+                             (ref, text, ref, sid, project, now, project))
+                items.append(ref)
             store._vectors.put(conn, project, items, vectors, codes)
 
         store._write(tx)

@@ -106,7 +106,7 @@ CREATE VIRTUAL TABLE memory_fts USING fts5 (
 
 # v2: a prompt's and a summary's full-text row is keyed by its own row (prompt id p: rowid -2p; summary id s:
 # -(2s+1)), so replacing one deletes by rowid instead of filtering UNINDEXED columns, which scanned the whole index
-# (0.5 ms at 1k observations, 324 ms at 1M). Observations keep FTS5's own positive rowids.
+# (0.5 ms at 1k observations, 324 ms at 1M). (Observations: their own ids since v4.)
 _SCHEMA_V2 = """
 DELETE FROM memory_fts WHERE kind IN ('prompt', 'summary');
 INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at)
@@ -145,7 +145,9 @@ INSERT INTO memory_meta (key, value) VALUES ('vectors_generation', '0'), ('vecto
 
 # v4: each full-text row also indexes its project as one token (`scope`, a column bm25 weighs 0), so a project's
 # search intersects posting lists instead of reading every match's row to filter on an UNINDEXED column, and the
-# ranking can be bounded to the newest matches (`RANK_WINDOW`). Rowids are kept: the vectors still point at them.
+# ranking can be bounded to the newest matches (`RANK_WINDOW`). An observation's rowid becomes its own id (FTS5
+# had numbered them on from the newest prompt's -2p, so the first were -1 and 0, in the prompts' half and on the
+# vector index's tombstone): the vectors, keyed by rowid, are dropped and the backfill makes them again.
 # The memory context's "newest of a project" indexes end in the id too: rows of one instant need no sort.
 _SCHEMA_V4 = """
 CREATE VIRTUAL TABLE memory_fts_v4 USING fts5 (
@@ -159,10 +161,14 @@ CREATE VIRTUAL TABLE memory_fts_v4 USING fts5 (
     tokenize = 'porter unicode61'
 );
 INSERT INTO memory_fts_v4 (rowid, text, kind, ref_id, session_id, project, created_at, scope)
-    SELECT rowid, text, kind, ref_id, session_id, project, created_at, 's' || lower(hex(project)) || '0'
+    SELECT CASE kind WHEN 'observation' THEN ref_id ELSE rowid END, text, kind, ref_id, session_id, project,
+           created_at, 's' || lower(hex(project)) || '0'
     FROM memory_fts;
 DROP TABLE memory_fts;
 ALTER TABLE memory_fts_v4 RENAME TO memory_fts;
+DELETE FROM memory_vectors;
+DELETE FROM memory_vector_blocks;
+UPDATE memory_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_epoch';
 DROP INDEX observations_by_project;
 CREATE INDEX observations_by_project ON observations (project, created_at DESC, id DESC);
 DROP INDEX session_summaries_by_project;
@@ -374,12 +380,14 @@ class MemoryStore:
                 (session_id, project, prompt_number, tool_name, text, now),
             )
             rowid = int(cur.lastrowid or 0)
-            fts = conn.execute(
-                "INSERT INTO memory_fts (text, kind, ref_id, session_id, project, created_at, scope)"
-                " VALUES (?, 'observation', ?, ?, ?, ?, ?)",
-                (text, rowid, session_id, project, now, scope_token(project)),
+            # The observation's own id is its full-text rowid: positive, as every other rowid is negative (FTS5's
+            # own numbering would continue after the newest prompt's -2p: -1, 0, 1, ...).
+            conn.execute(
+                "INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at, scope)"
+                " VALUES (?, ?, 'observation', ?, ?, ?, ?, ?)",
+                (rowid, text, rowid, session_id, project, now, scope_token(project)),
             )
-            self._index(conn, project, [int(fts.lastrowid or 0)], embedded)
+            self._index(conn, project, [rowid], embedded)
             return rowid
 
         return self._write(tx)

@@ -132,35 +132,54 @@ def test_fts_query_quotes_every_word():
     assert fts_query("  ") is None
 
 
-def test_a_version_3_memory_keeps_its_rows_and_vectors_through_the_scope_migration(tmp_path) -> None:
-    """v4 rebuilds the full-text table with each project's scope token: rowids (which the vectors point at) kept,
-    a project's search by words and by meaning answers as before."""
+def test_a_version_3_memory_is_renumbered_scoped_and_embedded_again_by_the_migration(tmp_path) -> None:
+    """v4 rebuilds the full-text table: each project's scope token, and an observation's rowid is its own id (FTS5
+    had numbered observations on from the newest prompt's -2p: -1, 0, 1...; 0 is the vector index's tombstone).
+    Vectors keyed by the old rowids are dropped; the backfill makes them again and a search by meaning answers."""
     from hooks.memory.store import _MIGRATIONS, _split_sql
 
     path = tmp_path / "m.sqlite3"
     store = MemoryStore(path)
+    store.add_prompt("s1", "/p", 1, "why did the zebra migration run twice")
     store.add_observation("s1", "/p", 1, "Bash", "the zebra migration ran twice")
     store.add_observation("s1", "/q", 1, "Bash", "the zebra of another project")
-    store.add_prompt("s1", "/p", 1, "why did the zebra migration run twice")
     store.close()
-    conn = sqlite3.connect(str(path))  # back to what version 3 had: no scope column
+    conn = sqlite3.connect(str(path))  # back to what version 3 wrote: no scope, observations numbered after -2
     conn.execute("CREATE VIRTUAL TABLE old_fts USING fts5 (text, kind UNINDEXED, ref_id UNINDEXED,"
                  " session_id UNINDEXED, project UNINDEXED, created_at UNINDEXED, tokenize = 'porter unicode61')")
     conn.execute("INSERT INTO old_fts (rowid, text, kind, ref_id, session_id, project, created_at)"
-                 " SELECT rowid, text, kind, ref_id, session_id, project, created_at FROM memory_fts")
-    rowids = [r[0] for r in conn.execute("SELECT rowid FROM memory_fts ORDER BY rowid")]
+                 " SELECT CASE kind WHEN 'observation' THEN ref_id - 2 ELSE rowid END, text, kind, ref_id, session_id,"
+                 " project, created_at FROM memory_fts")
     conn.execute("DROP TABLE memory_fts")
     conn.execute("ALTER TABLE old_fts RENAME TO memory_fts")
     conn.execute("PRAGMA user_version = 3")
     conn.commit()
+    assert sorted(r[0] for r in conn.execute("SELECT rowid FROM memory_fts")) == [-2, -1, 0]
     conn.close()
-    assert 4 in _MIGRATIONS and _split_sql(_MIGRATIONS[4])
+    assert _split_sql(_MIGRATIONS[4])
     store = MemoryStore(path)
     assert store._read("PRAGMA user_version") == [{"user_version": SCHEMA_VERSION}]
-    assert [r["rowid"] for r in store._read("SELECT rowid FROM memory_fts ORDER BY rowid")] == rowids
+    rows = store._read("SELECT rowid, kind, ref_id FROM memory_fts ORDER BY rowid")
+    assert [(r["rowid"], r["kind"]) for r in rows] == [(-2, "prompt"), (1, "observation"), (2, "observation")]
+    assert all(r["rowid"] == r["ref_id"] for r in rows if r["kind"] == "observation")
     by_words = store.search("zebra", project="/p", mode="text")
     assert {h["text"] for h in by_words} == {"the zebra migration ran twice", "why did the zebra migration run twice"}
     assert store.search("zebra", project="/q", mode="text")[0]["text"] == "the zebra of another project"
+    assert store.vector_status()["embedded"] == 0 and store.backfill() == 3
     by_meaning = store.search("a database change applied two times", project="/p", mode="meaning")
     assert {h["project"] for h in by_meaning} == {"/p"} and len(by_meaning) == 2
+    store.close()
+
+
+def test_observations_are_found_when_a_prompt_was_stored_first(tmp_path) -> None:
+    """The order the memory hooks write in (the prompt, then what the tools did): every observation is found by
+    words and by meaning (FTS5's own numbering put the first two at rowids -1 and 0, outside both searches)."""
+    store = MemoryStore(tmp_path / "m.sqlite3")
+    store.add_prompt("s1", "/p", 1, "leave a trace")
+    for word in ("glimmerstone", "quartzhollow", "emberlark"):
+        store.add_observation("s1", "/p", 1, "Bash", f"echo observation {word}")
+    for word in ("glimmerstone", "quartzhollow", "emberlark"):
+        assert [h["kind"] for h in store.search(word, project="/p", mode="text")] == ["observation"], word
+    near = store.search("echo observation", project="/p", limit=10, mode="meaning")
+    assert sum(h["kind"] == "observation" for h in near) == 3
     store.close()

@@ -18,7 +18,10 @@ async def test_a_search_right_after_the_prompt_finds_it_and_a_refused_prompt_is_
         blocked = await run.prompt(sid, "a forbidden-prompt about the purple walrus")
         assert blocked["stopReason"] == "blocked"
         await run.end(sid)
-        assert (await run.request("memory/search", {"query": "walrus"}))["results"] == []
+        assert (await run.request("memory/search", {"query": "walrus", "mode": "text"}))["results"] == []
+        # by meaning, the nearest items come back: none of them is the refused prompt
+        near = (await run.request("memory/search", {"query": "walrus"}))["results"]
+        assert not any("walrus" in h["text"] for h in near), near
         # The session's end waited for the bookkeeping: each memory hook reported, and succeeded.
         ran = {e["hookName"]: e["outcome"] for e in run.named("hook_response", sid)
                if e["hookName"] in ("memory-session", "memory-summary")}

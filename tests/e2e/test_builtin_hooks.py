@@ -47,10 +47,12 @@ async def test_builtin_guards_project_detection_and_private_memory(sidecar, tmp_
 
         prompts = (await run.request("memory/search", {"query": "Zephyrblade"}))["results"]
         assert {(h["kind"], h["sessionId"]) for h in prompts} >= {("prompt", sid)}
-        observations = (await run.request("memory/search", {"query": "glimmerstone"}))["results"]
+        observations = (await run.request("memory/search", {"query": "glimmerstone", "mode": "text"}))["results"]
         assert [h["kind"] for h in observations] == ["observation"]
         assert observations[0]["sessionId"] == sid
         for words in PRIVATE_WORDS:
-            assert (await run.request("memory/search", {"query": words}))["results"] == []
+            assert (await run.request("memory/search", {"query": words, "mode": "text"}))["results"] == []
+            near = (await run.request("memory/search", {"query": words}))["results"]  # the nearest, never them
+            assert not any(words in h["text"] for h in near), (words, near)
         everything = json.dumps(prompts + observations)
         assert "cobaltfox" not in everything and "<private>" not in everything
