@@ -58,7 +58,8 @@ async def echo(params: Any, ctx: RequestContext) -> Any:
 async def test_request_response_and_typed_params():
     async def search(params: MemorySearchParams, ctx: RequestContext) -> dict:
         return {"results": [{"kind": "prompt", "sessionId": "s", "project": params.project or "-", "text": params.query,
-                             "snippet": "", "createdAt": "now", "score": params.limit}]}
+                             "snippet": "", "createdAt": "now", "score": params.limit,
+                             "why": {"text": {"rank": 1, "score": 1.0}}, "matchedBy": ["text"]}]}
 
     async with connected({"memory/search": Route(search, MemorySearchParams, MemorySearchResult)}) as pair:
         result = await pair.client.request("memory/search", {"query": "hello", "limit": 3})
