@@ -59,7 +59,7 @@ from hooks.memory.embedder import CODE_BYTES, embedder_status, get_embedder
 from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
 from hooks.memory.ranking import search as ranked_search
 from hooks.memory.spool import Op, Spool
-from hooks.memory.store import BACKFILL_BATCH, RANK_WINDOW, ContextItems, SchemaTooNewError, fts_query, iso_utc
+from hooks.memory.store import BACKFILL_BATCH, RANK_WINDOW, ContextItems, SchemaTooNewError, fts_query, make_hit
 from hooks.memory.tags import strip_tags
 from hooks.memory.vectors import (BLOCK, CACHED_PROJECTS, CANDIDATES, EPOCH, GENERATION, SCAN_BATCH, CodeEntry,
                                   choose, pack_vector, rank_by_cosine)
@@ -913,7 +913,7 @@ class PostgresMemoryStore:
             " created_at DESC, item"
         )
         rows = self._read(sql, params)
-        return [_hit(r, _join_marks(r["snippet"]), float(r["rank"]), {"text": text_why(n, float(r["rank"]))})
+        return [make_hit(r, _join_marks(r["snippet"]), float(r["rank"]), {"text": text_why(n, float(r["rank"]))})
                 for n, r in enumerate(rows, 1)]
 
     def _meaning_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
@@ -940,7 +940,7 @@ class PostgresMemoryStore:
             for n, (item, similarity) in enumerate(nearest, 1):
                 row = rows.get(item)
                 if row is not None:
-                    hits.append(_hit(row, meaning_snippet(row["text"]), similarity,
+                    hits.append(make_hit(row, meaning_snippet(row["text"]), similarity,
                                      {"meaning": meaning_why(n, similarity)}))
             return hits
 
@@ -1118,21 +1118,6 @@ def _scalar(conn: Conn, sql: str, params: Any) -> Any:
     row = conn.execute(sql, params).fetchone()
     assert row is not None, sql
     return next(iter(row.values()))
-
-
-def _hit(row: dict[str, Any], snippet: str, score: float, why: dict[str, Any]) -> dict[str, Any]:
-    """A hit as MemoryStore's are (hooks/memory/store.py `_hit`), keyed by its vector index item."""
-    return {
-        "key": int(row["item"]),
-        "kind": row["kind"],
-        "sessionId": row["session_id"],
-        "project": row["project"],
-        "text": row["text"],
-        "snippet": snippet,
-        "createdAt": iso_utc(float(row["created_at"])),
-        "score": round(score, 6),
-        "why": why,
-    }
 
 
 DENSE_MATCHES = 4 * RANK_WINDOW  # more matches than this in a table: rank only its newest RANK_WINDOW

@@ -489,7 +489,7 @@ class MemoryStore:
                     (match, limit)).fetchall())
         rows.sort(key=lambda r: (float(r["rank"]), -float(r["created_at"])))
         # bm25 is lower-is-better and negative; flip it so a bigger score is a better match.
-        return [_hit(r, r["snippet"], -float(r["rank"]), {"text": text_why(n, -float(r["rank"]))})
+        return [make_hit(r, r["snippet"], -float(r["rank"]), {"text": text_why(n, -float(r["rank"]))})
                 for n, r in enumerate(rows[:limit], 1)]
 
     def _meaning_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
@@ -509,7 +509,7 @@ class MemoryStore:
                 row = self._conn.execute("SELECT rowid AS item, kind, session_id, project, text, created_at"
                                          " FROM memory_fts WHERE rowid = ?", (item,)).fetchone()
                 if row is not None and (not project or row["project"] == project):
-                    hits.append(_hit(row, meaning_snippet(row["text"]), similarity,
+                    hits.append(make_hit(row, meaning_snippet(row["text"]), similarity,
                                      {"meaning": meaning_why(n, similarity)}))
         return hits
 
@@ -614,7 +614,8 @@ class MemoryStore:
         return done
 
 
-def _hit(row: Any, snippet: str, score: float, why: dict[str, Any]) -> dict[str, Any]:
+def make_hit(row: Any, snippet: str, score: float, why: dict[str, Any]) -> dict[str, Any]:
+    """A search hit of either backend, keyed (`key`) by its vector index item until `ranking.public` drops it."""
     return {
         "key": int(row["item"]),
         "kind": row["kind"],
