@@ -47,12 +47,18 @@ class BackfillJob:
         self._state: dict[str, dict[str, Any]] = {}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._stopped = False
+        # Only a sidecar starts the process (it stops it at shutdown): a process that merely runs the memory hooks
+        # (a test, `hooks test`) must not leave a child of its own behind.
+        self._enabled = False
+
+    def enable(self) -> None:
+        self._enabled = True
 
     def kick(self, data_dir: Path) -> None:
         """Start the backfill of `data_dir` in the background unless it ran (or runs) in this process."""
         key = str(data_dir)
         with self._lock:
-            if self._stopped or key in self._state:
+            if not self._enabled or self._stopped or key in self._state:
                 return
             self._state[key] = {"state": "checking", "done": 0, "left": None}
         threading.Thread(target=self._run, args=(Path(data_dir),), name="memory-backfill", daemon=True).start()

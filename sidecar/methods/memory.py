@@ -12,6 +12,10 @@ MEMORY_DRAIN_S = 10.0  # at most this long a search waits for pending memory wri
 
 
 def register(app: SidecarApp) -> None:
+    from hooks.memory.backfill import JOB
+
+    JOB.enable()  # this process is a sidecar: memory stored without vectors is embedded in the background
+
     @app.on_shutdown
     async def stop_backfill() -> None:
         import sys
