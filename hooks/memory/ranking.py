@@ -7,6 +7,7 @@ only one of them likes. Each hit says why it matched (`matchedBy`, and its rank 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -29,8 +30,33 @@ def search(query: str, project: str | None, limit: int, mode: str, text_hits: Hi
     if mode == "meaning":
         return [public({**h, "score": h["why"]["meaning"]["similarity"]})
                 for h in meaning_hits(query, project, depth)[:limit]]
-    return [public(h) for h in fuse(text_hits(query, project, depth), meaning_hits(query, project, depth),
-                                    limit=limit, k=RRF_K)]
+    by_words = _beside(text_hits, query, project, depth)
+    by_meaning = meaning_hits(query, project, depth)
+    return [public(h) for h in fuse(by_words(), by_meaning, limit=limit, k=RRF_K)]
+
+
+def _beside(hits: Hits, query: str, project: str | None, depth: int) -> Callable[[], list[dict[str, Any]]]:
+    """`hits` started in a thread of its own (both backends' rankings spend their time in the database or in numpy,
+    outside the GIL, so a hybrid search costs about its slower ranking, not the sum); the result, or its error,
+    when called."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["hits"] = hits(query, project, depth)
+        except BaseException as exc:  # handed to the caller, raised there
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="memory-search-words", daemon=True)
+    worker.start()
+
+    def result() -> list[dict[str, Any]]:
+        worker.join()
+        if "error" in box:
+            raise box["error"]
+        return box["hits"]
+
+    return result
 
 
 def meaning_snippet(text: str) -> str:

@@ -17,13 +17,14 @@ simpler to reason about than a connection per thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from hooks.memory import bm25
 from hooks.memory.config import MemoryConfig, MemoryConfigError, install_id, load_config
 from hooks.memory.embedder import embedder_status, get_embedder
 from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
@@ -177,10 +179,9 @@ CREATE INDEX session_summaries_by_project ON session_summaries (project, created
 
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 # Full-text ranking is bounded: the newest RANK_WINDOW matches of a query (observations; and as many prompts and
-# summaries) are ranked by bm25 (~50 µs a row at 1M rows: bm25 reads each row's size and positions), so a word in every row costs what a rare one does. "Newest, then most relevant
-# among them": docs/MEMORY.md, "Search".
+# summaries) are ranked by BM25 (hooks/memory/bm25.py), so a word in every row costs what a rare one does. "Newest,
+# then most relevant among them": docs/MEMORY.md, "Search".
 RANK_WINDOW = 500
-_BM25 = "bm25(memory_fts, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)"  # the text alone: the scope token weighs nothing
 BACKFILL_BATCH = 256
 _TEXTS_AFTER = "SELECT rowid, project, text FROM memory_fts WHERE rowid > ? ORDER BY rowid LIMIT ?"
 
@@ -226,16 +227,40 @@ def iso_utc(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def fts_query(query: str) -> str | None:
-    """A user's free text as a safe FTS5 query: every word quoted (no operators), all required, English stop
-    words left out when other words remain (PostgreSQL's `english` configuration drops them too; on SQLite a
-    word in every row made a query cost what ranking the whole history does, and found nothing more)."""
+def query_terms(query: str) -> list[str]:
+    """A user's free text as the words a search requires: all of them, English stop words left out when other words
+    remain (PostgreSQL's `english` configuration drops them too; on SQLite a word in every row found nothing more)."""
     terms = _WORD.findall(query)
     content = [t for t in terms if t.lower() not in STOP_WORDS]
-    terms = (content or terms)[:MAX_QUERY_TERMS]
-    if not terms:
-        return None
-    return " ".join(f'"{t}"' for t in terms)
+    return (content or terms)[:MAX_QUERY_TERMS]
+
+
+def fts_query(query: str) -> str | None:
+    """A user's free text as a safe FTS5 query: every word quoted (no operators), all required (`query_terms`)."""
+    terms = query_terms(query)
+    return " ".join(f'"{t}"' for t in terms) if terms else None
+
+
+def _term_stats(conn: sqlite3.Connection, terms: list[str]) -> bm25.TermStats:
+    """The table's size and each phrase's rows, bounded: a phrase's newest STATS_CAP matches at most are read.
+    Rowids count observations up from 1 and prompts and summaries down from -2, so the ends tell the size."""
+    newest = conn.execute("SELECT rowid FROM memory_fts ORDER BY rowid DESC LIMIT 1").fetchone()
+    oldest = conn.execute("SELECT rowid FROM memory_fts ORDER BY rowid ASC LIMIT 1").fetchone()
+    if newest is None:
+        return bm25.TermStats(rows=0, holding={})
+    top = max(int(newest[0]), 0)
+
+    def position(rowid: int) -> int:  # how many rows lie from the newest observation to `rowid` (the DESC walk)
+        return top - rowid + 1 if rowid > 0 else top + max(-rowid - 1, 0)
+
+    rows = max(1, position(int(oldest[0])))
+    holding = {}
+    for term in terms:
+        count, last = conn.execute(
+            "SELECT count(*), min(rowid) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?"
+            " ORDER BY rowid DESC LIMIT ?)", (f'"{term}"', bm25.STATS_CAP)).fetchone()
+        holding[term] = bm25.estimate_holding(int(count), position(int(last)) if count else 0, rows)
+    return bm25.TermStats(rows=rows, holding=holding)
 
 
 class MemoryStore:
@@ -264,6 +289,8 @@ class MemoryStore:
         self._migrate()
         self._vectors = VectorIndex("?", cache=True)
         self._model_checked: str | None = None  # the model whose vectors this file holds, once checked
+        self._reader_lock = threading.Lock()
+        self._reader: sqlite3.Connection | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -273,6 +300,23 @@ class MemoryStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        with self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A second connection, for full-text search: a hybrid search's two rankings run side by side (WAL readers
+        do not wait for each other or for the writer)."""
+        with self._reader_lock:
+            if self._reader is None:
+                reader = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+                reader.row_factory = sqlite3.Row
+                reader.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                reader.execute("PRAGMA query_only = ON")
+                self._reader = reader
+            yield self._reader
 
     def describe(self) -> str:
         return f"SQLite at {self.path}"
@@ -466,31 +510,29 @@ class MemoryStore:
         return ranked_search(query, project, limit, mode, self._text_hits, self._meaning_hits)
 
     def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
-        """Full-text hits, best first: of each side (observations; prompts and summaries), the newest
-        RANK_WINDOW matches ranked by bm25; a project's search matches its scope token with the words."""
-        match = fts_query(query)
-        if match is None:
+        """Full-text hits, best first: of each side (observations; prompts and summaries), the newest RANK_WINDOW
+        matches, ranked by BM25 (hooks/memory/bm25.py); a project's search matches its scope token with the words."""
+        terms = query_terms(query)
+        if not terms:
             return []
+        match = " ".join(f'"{t}"' for t in terms)
         if project:
             match = f'scope : "{scope_token(project)}" AND ({match})'
-        columns = ("SELECT rowid AS item, kind, session_id, project, text, created_at,"
-                   f" snippet(memory_fts, 0, '«', '»', '…', 16) AS snippet, {_BM25} AS rank FROM memory_fts")
-        rows: list[Any] = []
-        with self._lock:
+        window = ("SELECT rowid AS item, kind, session_id, project, text, created_at,"
+                  f" highlight(memory_fts, 0, '{bm25.OPEN}', '{bm25.CLOSE}') AS marked"
+                  " FROM memory_fts WHERE memory_fts MATCH ? AND {side} ORDER BY rowid {order} LIMIT ?")
+        with self._reading() as conn:
+            rows: list[Any] = []
             # Observations count up from 1 (newest: highest); prompts and summaries down from -2 (newest: lowest).
-            for side, newest_first, within in (("rowid > 0", "DESC", ">="), ("rowid < 0", "ASC", "<=")):
-                bound = self._conn.execute(
-                    f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND {side}"
-                    f" ORDER BY rowid {newest_first} LIMIT 1 OFFSET ?", (match, RANK_WINDOW - 1)).fetchone()
-                # One rowid constraint only: FTS5 takes one range, and a second would be a filter over every match.
-                window = f"rowid {within} {int(bound[0])}" if bound else side
-                rows.extend(self._conn.execute(
-                    f"{columns} WHERE memory_fts MATCH ? AND {window} ORDER BY rank LIMIT ?",
-                    (match, limit)).fetchall())
-        rows.sort(key=lambda r: (float(r["rank"]), -float(r["created_at"])))
-        # bm25 is lower-is-better and negative; flip it so a bigger score is a better match.
-        return [make_hit(r, r["snippet"], -float(r["rank"]), {"text": text_why(n, -float(r["rank"]))})
-                for n, r in enumerate(rows[:limit], 1)]
+            for side, order in (("rowid > 0", "DESC"), ("rowid < 0", "ASC")):
+                rows.extend(conn.execute(window.format(side=side, order=order), (match, RANK_WINDOW)).fetchall())
+            if not rows:
+                return []
+            stats = _term_stats(conn, terms)
+        scores = bm25.score([r["marked"] for r in rows], terms, stats)
+        order_ = sorted(range(len(rows)), key=lambda n: (-scores[n], -float(rows[n]["created_at"])))[:limit]
+        return [make_hit(rows[n], bm25.snippet(rows[n]["marked"]), scores[n], {"text": text_why(rank, scores[n])})
+                for rank, n in enumerate(order_, 1)]
 
     def _meaning_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
         embedder = get_embedder()

@@ -44,6 +44,9 @@ CANDIDATES = 1024  # codes kept from the first pass for the exact ranking
 # query's vector (recall@10 at 100k, bench corpus: 0.84 with Hamming alone, 0.95 with this step; ~2 ms).
 SHORTLIST = 16384
 TOMBSTONE = 0
+FAR = CODE_BYTES * 8 + 1  # a tombstone's distance: beyond any code's
+SAMPLE_STRIDE = 16  # the shortlist's boundary is first guessed from every 16th distance
+DISTANCE_CHUNK = 1 << 16  # slots per step of the distance pass (its buffers stay in the CPU's cache)
 CACHED_PROJECTS = 4
 GENERATION = "vectors_generation"  # memory_meta: bumped by every change of a block
 EPOCH = "vectors_epoch"  # memory_meta: bumped when vectors are dropped (a cache then starts over)
@@ -236,7 +239,7 @@ class CodeEntry:
     codes are held by column (one contiguous array per 64-bit word of the code): the Hamming distance is then four
     passes over contiguous memory (~7 ms for a million items, against ~40 ms row by row)."""
 
-    __slots__ = ("epoch", "generation", "slots", "items", "codes", "size")
+    __slots__ = ("epoch", "generation", "slots", "items", "codes", "size", "_dead")
 
     def __init__(self, epoch: int) -> None:
         import numpy as np
@@ -246,6 +249,7 @@ class CodeEntry:
         self.items = np.zeros(0, dtype=np.int64)
         self.codes = np.zeros((CODE_BYTES // 8, 0), dtype=np.uint64)
         self.size = 0
+        self._dead: np.ndarray | None = None  # the tombstones' slots, found again after a change
 
     def place(self, block: int, items_blob: bytes, codes_blob: bytes) -> None:
         import numpy as np
@@ -261,40 +265,74 @@ class CodeEntry:
                 items[:self.items.size], codes[:, :self.items.size] = self.items, self.codes
                 self.items, self.codes = items, codes
         got = np.frombuffer(items_blob, dtype="<i8")
+        self._dead = None
         self.items[start:start + got.size] = got
         self.codes[:, start:start + got.size] = np.frombuffer(codes_blob, dtype=np.uint64).reshape(got.size, -1).T
 
     def distances(self, target: np.ndarray) -> np.ndarray:
-        """Hamming distance of every slot's code to `target` (uint16; a tombstone's is 0xFFFF)."""
+        """Hamming distance of every slot's code to `target` (uint16; a tombstone's is FAR). Computed in chunks
+        that stay in the CPU's cache, into preallocated buffers (~7 ms for a million, against ~13 unchunked)."""
         import numpy as np
 
         n = self.size
-        dist = np.bitwise_count(self.codes[0, :n] ^ target[0]).astype(np.uint16)
-        for word in range(1, self.codes.shape[0]):
-            dist += np.bitwise_count(self.codes[word, :n] ^ target[word])
-        dist[self.items[:n] == TOMBSTONE] = 0xFFFF
+        dist = np.empty(n, dtype=np.uint16)
+        xor = np.empty(DISTANCE_CHUNK, dtype=np.uint64)
+        bits = np.empty(DISTANCE_CHUNK, dtype=np.uint8)
+        for start in range(0, n, DISTANCE_CHUNK):
+            end = min(n, start + DISTANCE_CHUNK)
+            out, x, b = dist[start:end], xor[:end - start], bits[:end - start]
+            for word in range(self.codes.shape[0]):
+                np.bitwise_xor(self.codes[word, start:end], target[word], out=x)
+                np.bitwise_count(x, out=b)
+                if word == 0:
+                    out[:] = b
+                else:
+                    np.add(out, b, out=out)
+        if self._dead is None:
+            self._dead = np.flatnonzero(self.items[:n] == TOMBSTONE)
+        dist[self._dead] = FAR
         return dist
 
     def code_bytes(self, slots: np.ndarray) -> np.ndarray:
         """The codes of `slots` as rows of CODE_BYTES bytes, in the order np.packbits made them."""
         import numpy as np
 
-        return np.ascontiguousarray(self.codes[:, slots].T).view(np.uint8)
+        return np.stack([np.take(self.codes[word], slots) for word in range(self.codes.shape[0])], axis=1).view(np.uint8)
 
 
 def _nearest_slots(dist: np.ndarray, count: int) -> np.ndarray:
-    """The `count` slots of smallest distance (ties at the boundary: the first ones), tombstones never: distances
-    are small integers, so a histogram finds the boundary instead of a partial sort (~2 ms for a million, not 14)."""
+    """The `count` slots of smallest distance (ties at the boundary: the first ones), tombstones never. Distances
+    are small integers, so histograms find the boundary instead of a partial sort: first one of a sample (every
+    SAMPLE_STRIDE-th slot) guesses a distance that keeps a few more than `count`, then the exact boundary is found
+    among those kept (~2 ms for a million, against ~5 for a histogram of all and ~14 for a partial sort)."""
     import numpy as np
 
-    hist = np.bincount(dist, minlength=0x10000)
-    hist[0xFFFF] = 0
+    if dist.size > count * SAMPLE_STRIDE:
+        hist = np.bincount(dist[::SAMPLE_STRIDE], minlength=FAR + 1)[:FAR]
+        guess = int(np.searchsorted(np.cumsum(hist) * SAMPLE_STRIDE, count * 1.25))
+        if guess < FAR:
+            kept = np.flatnonzero(dist <= guess)
+            if kept.size >= count:
+                return kept[_first_nearest(dist[kept], count)]
+    return _first_nearest(dist, count)
+
+
+def _first_nearest(dist: np.ndarray, count: int) -> np.ndarray:
+    """Positions in `dist` of its `count` smallest (ties at the boundary: the first ones), never FAR."""
+    import numpy as np
+
+    hist = np.bincount(dist, minlength=FAR + 1)
+    hist[FAR:] = 0
     reach = np.cumsum(hist)
     if reach[-1] <= count:
-        return np.flatnonzero(dist != 0xFFFF)
+        return np.flatnonzero(dist < FAR)
     edge = int(np.searchsorted(reach, count))  # the distance at which `count` is reached
-    below = np.flatnonzero(dist < edge)
-    return np.concatenate((below, np.flatnonzero(dist == edge)[:count - below.size]))
+    kept = np.flatnonzero(dist <= edge)
+    over = int(reach[edge]) - count  # ties at the edge beyond `count`: the last ones go
+    if over:
+        ties = np.flatnonzero(dist[kept] == edge)
+        kept = np.delete(kept, ties[ties.size - over:])
+    return kept
 
 
 @functools.lru_cache(maxsize=1)
@@ -317,7 +355,10 @@ def choose(entry: CodeEntry, target: np.ndarray, want: int, query: np.ndarray | 
     keep = _nearest_slots(entry.distances(target), first)
     if query is not None and keep.size > want:
         table = _byte_signs() @ np.asarray(query, dtype=np.float32).reshape(CODE_BYTES, 8).T  # (256 values, 32)
-        agreement = table[entry.code_bytes(keep), np.arange(CODE_BYTES)].sum(axis=1)
+        code = entry.code_bytes(keep)
+        agreement = np.zeros(keep.size, dtype=np.float32)
+        for byte in range(CODE_BYTES):  # one gather per byte position: ~1.8 ms for 16,384 codes (4.7 at once)
+            agreement += table[:, byte].take(code[:, byte])
         keep = keep[np.argpartition(-agreement, want - 1)[:want]]
     return entry.items[keep].copy()
 
