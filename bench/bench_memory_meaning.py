@@ -248,7 +248,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--pg-url", default=None,
-                        help="postgres: an empty database to grow in (default: a throwaway server, tests/pg_server.py)")
+                        help="postgres: an empty database to grow in, or one an earlier run grew (measured again; default: a throwaway server, tests/pg_server.py)")
     parser.add_argument("--dir", type=Path, default=None, help="where the database grows (default: a temp dir)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
