@@ -45,8 +45,10 @@ def _start(message: dict, fds: list) -> int:
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
             os.closerange(3, 65536)
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            # Ignored here (Python ignores SIGPIPE and SIGXFSZ; SIGQUIT may come ignored from far above), and an
+            # ignored signal stays so across exec; SIGHUP, SIGINT and SIGTERM are caught here, so exec resets them.
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGQUIT, signal.SIGCHLD):
+                signal.signal(sig, signal.SIG_DFL)
             os.chdir(cwd)
             os.execvpe(argv[0], argv, env)
         except BaseException as exc:  # noqa: BLE001 - report and leave, whatever it was

@@ -359,9 +359,11 @@ class HookBox:
                 if spawner_argv[0] == sys.executable and spawner_argv[1:2] == ["-u"]:
                     spawner_argv.insert(1, "-S")
                 launch["ORION_CLI_EXEC_REAL"] = spawner_argv[0]
+                from hooks import dispositions
+
                 proc = subprocess.Popen([str(CLI_EXEC), *spawner_argv[1:]], env=launch,
                                         cwd=self.boundary.plan.project, pass_fds=(high,), start_new_session=True,
-                                        stdin=subprocess.DEVNULL)
+                                        stdin=subprocess.DEVNULL, preexec_fn=dispositions.child_setup())
             finally:
                 os.close(high)
             from hooks import children

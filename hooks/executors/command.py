@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hooks import children
+from hooks import children, dispositions
 from hooks.executors._capture import Capture
 from hooks.executors.leftovers import MARKER_VAR, Helpers, describe, new_marker
 from hooks.interpret import parse_stdout
@@ -252,6 +252,8 @@ class _Run:
                 env=self.env,
                 start_new_session=True,
                 bufsize=0,
+                # SIGHUP and SIGTERM at their defaults in the hook, even under nohup (leftovers.py relies on them)
+                preexec_fn=dispositions.child_setup(),
             )
         except OSError as exc:
             what = "program" if getattr(self.call.hook, "argv", None) is not None else "command"

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hooks import children
+from hooks import children, dispositions
 from hooks.executors._capture import Capture
 from hooks.executors.command import KILL_GRACE_S, hook_env
 from hooks.executors.leftovers import MARKER_VAR, describe, new_marker, reap
@@ -59,6 +59,7 @@ class _Launcher:
             start_new_session=True,
             limit=_REPLY_LIMIT,
             env=env,
+            preexec_fn=dispositions.child_setup(),  # what its hooks start gets SIGHUP at its default, even under nohup
         )
         children.started(proc.pid, own_group=True)
         return cls(proc)

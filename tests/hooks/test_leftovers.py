@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -13,6 +14,7 @@ import anyio
 import psutil
 import pytest
 
+from hooks import dispositions
 from hooks.executors import leftovers
 from tests.hooks.support import PRE_BASH, Recorder, cmd, running, session, settings
 from tests.waiting import until
@@ -87,6 +89,70 @@ async def test_helpers_a_hook_detached_live_until_the_session_ends_and_a_stray_h
                     assert (await runner.fire("PostToolUse", POST_BASH, session(project))).results[0].outcome == "success"
                 assert {p.pid for p in tagged(tag)} == helpers
             # runner.aclose() is the session's end
+            assert not tagged(tag)
+    finally:
+        kill_tagged(tag)
+
+
+def bits(*sigs: int) -> int:
+    return sum(1 << (sig - 1) for sig in sigs)
+
+
+# What a hook must not inherit ignored: the hang-up and termination signals, and the two Python ignores itself.
+DEFAULTS = bits(signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ)
+# The shell's own SigIgn mask, printed by the hook: $$ is the hook's process itself.
+SIGIGN = "sed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status"
+
+
+@pytest.fixture
+def started_under_nohup():
+    """This process as `nohup` (SIGHUP) and a script's background job (SIGINT, SIGQUIT) start it, SIGTERM too."""
+    saved = {sig: signal.getsignal(sig) for sig in dispositions.SIGNALS}
+    for sig in saved:
+        signal.signal(sig, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+@pytest.mark.asyncio
+async def test_started_with_sighup_ignored_hooks_still_start_with_it_at_default_and_a_stray_still_dies(
+        project, started_under_nohup):
+    """Ignored signals survive exec: unless reset, every hook under `nohup` would ignore SIGHUP, and every stray it
+    leaves would pass for a helper started with `nohup`."""
+    tag = uuid.uuid4().hex[:8]
+    command = f"{SIGIGN}\n{background('nohup', tag)}\n{SLEEPER} stray-{tag} &"
+    (project.hooks_dir / "report.py").write_text(
+        "import os, subprocess\n"
+        "def run(payload):\n"
+        "    own = open('/proc/self/status').read().split('SigIgn:')[1].split()[0]\n"
+        f"    child = subprocess.run(['sh', '-c', {SIGIGN!r}], capture_output=True, text=True).stdout.strip()\n"
+        "    print(own, child)\n")
+    hooks = settings("SessionStart", cmd(command, name="starter"), {"type": "python", "script": "report.py",
+                                                                     "name": "py"})["hooks"]
+    project.settings({"hooks": hooks})
+    project.trust()
+    rec = Recorder()
+    try:
+        with anyio.fail_after(30):
+            async with running(project.load(), rec) as runner:
+                agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
+                shell, python = agg.results
+                assert shell.outcome == "success" and python.outcome == "success", agg.results
+                assert int(shell.stdout, 16) & DEFAULTS == 0, shell.stdout
+                launcher, child = (int(mask, 16) for mask in python.stdout.split())
+                # the launcher is Python, which ignores SIGPIPE and SIGXFSZ itself; what it starts gets them back
+                assert launcher & bits(signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM) == 0, python.stdout
+                assert child & DEFAULTS == 0, python.stdout
+                # handled as without nohup: the stray died with its hook, the helper started with nohup lives on
+                assert not tagged(f"stray-{tag}")
+                assert any("[orion] killed 1 process(es)" in line for line in rec.progress_lines("starter", "stderr"))
+                await until(lambda: tagged(f"nohup-{tag}"), 5.0, "the nohup helper up")
+                # and this process still shrugs a hang-up off, as its starter asked
+                assert signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, signal.SIG_IGN)
+                os.kill(os.getpid(), signal.SIGHUP)
             assert not tagged(tag)
     finally:
         kill_tagged(tag)

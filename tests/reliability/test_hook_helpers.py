@@ -37,6 +37,10 @@ worker = subprocess.Popen([sys.executable, "-S", os.path.join(os.path.dirname(__
                           stderr=subprocess.DEVNULL)
 stray = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep({HOLD_S})", "stray"])
 found = {{"worker": worker.pid, "stray": stray.pid}}
+ignored = {{who: open(f"/proc/{{pid}}/status").read().split("SigIgn:")[1].split()[0]
+           for who, pid in (("hook", os.getpid()), ("stray", stray.pid))}}
+with open(os.path.join(state, "ignored.json"), "w") as fh:
+    json.dump(ignored, fh)
 if os.environ.get("HIDDEN_TOO"):  # one that owns up to nothing: no environment (no marker, no token), its own session
     hidden = subprocess.Popen(["env", "-i", sys.executable, "-S", "-c", "import time; time.sleep({HOLD_S})", "hidden"],
                               start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -110,12 +114,21 @@ def running(pid: int) -> bool:
         return False
 
 
+# `python -m sidecar` as `nohup` starts it (SIGHUP ignored), and a script's `&` (SIGINT, SIGQUIT); SIGTERM too.
+UNDER_NOHUP = ("import os, signal, sys\n"
+               "for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):\n"
+               "    signal.signal(sig, signal.SIG_IGN)\n"
+               "os.execv(sys.executable, [sys.executable, '-m', 'sidecar'])\n")
+HANG_UP_AND_TERMINATION = sum(1 << (sig - 1) for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM))
+
+
 @asynccontextmanager
-async def sidecar(tmp_path: Path) -> AsyncIterator[SidecarClient]:
+async def sidecar(tmp_path: Path, *, under_nohup: bool = False) -> AsyncIterator[SidecarClient]:
     env = dict(os.environ)
     env["ORION_DATA_DIR"] = str(tmp_path / "data")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    async with SidecarClient.launch([sys.executable, "-m", "sidecar"], env=env, cwd=str(REPO_ROOT), close_timeout=5.0) as client:
+    argv = [sys.executable, "-c", UNDER_NOHUP] if under_nohup else [sys.executable, "-m", "sidecar"]
+    async with SidecarClient.launch(argv, env=env, cwd=str(REPO_ROOT), close_timeout=5.0) as client:
         try:
             yield client
         except BaseException:
@@ -159,6 +172,30 @@ async def test_a_session_start_worker_serves_every_prompt_and_ends_with_the_sess
             assert (await client.request("session/end", {"sessionId": sid}))["ended"] is True
             await until(lambda: not running(found["worker"]), GONE_S, "the worker gone after session/end")
             await client.ping(timeout=10)  # the sidecar itself goes on
+    finally:
+        kill_all(found)
+
+
+async def test_a_sidecar_started_with_sighup_ignored_starts_hooks_with_it_at_default_and_still_kills_a_stray(
+        tmp_path: Path) -> None:
+    """An ignored signal survives exec: unless the sidecar resets it, every hook under `nohup` ignores SIGHUP, and
+    every stray it leaves passes for a helper started with `nohup` (hooks/dispositions.py)."""
+    project = make_project(tmp_path)
+    found: dict[str, int] = {}
+    try:
+        async with sidecar(tmp_path, under_nohup=True) as client:
+            sid = await start_session(client, project)
+            found = pids(project)
+            ignored = json.loads((project / ".helpers" / "ignored.json").read_text())
+            assert {who: int(mask, 16) & HANG_UP_AND_TERMINATION for who, mask in ignored.items()} == \
+                   {"hook": 0, "stray": 0}, ignored
+            await until(lambda: not running(found["stray"]), GONE_S, "the stray gone")
+            assert running(found["worker"])
+            # the sidecar itself still shrugs a hang-up off, as nohup asked
+            os.kill(client.process.pid, signal.SIGHUP)
+            await client.ping(timeout=10)
+            assert (await client.request("session/end", {"sessionId": sid}))["ended"] is True
+            await until(lambda: not running(found["worker"]), GONE_S, "the worker gone after session/end")
     finally:
         kill_all(found)
 
