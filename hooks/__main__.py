@@ -1,4 +1,4 @@
-"""`python -m hooks`: list the effective hooks, test an event against the real executors, validate a settings file, trust a project."""
+"""`python -m hooks`: list the effective hooks, test an event against the real executors, validate a settings file, trust a project, prune old sessions' data."""
 
 from __future__ import annotations
 
@@ -315,6 +315,34 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prune(args: argparse.Namespace) -> int:
+    from hooks.pruning import prune
+    from hooks.retention import MIB, load_policy
+
+    policy = load_policy()
+    report = prune(Path(args.data_dir) if args.data_dir else data_dir(), policy, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps({"dryRun": report.dry_run, "policy": policy.describe(),
+                          "removed": [{"sessionId": s.session_id, "bytes": s.size, "lastUsed": iso_time(s.newest),
+                                       "reason": s.reason} for s in report.removed],
+                          "removedBytes": report.removed_bytes, "open": report.live,
+                          "kept": report.kept, "keptBytes": report.kept_bytes}, indent=2))
+        return 0
+    verb = "would remove" if args.dry_run else "removed"
+    for s in report.removed:
+        print(f"{verb} {s.session_id}  {s.size / MIB:.2f} MiB  last used {iso_time(s.newest)}  ({s.reason})")
+    for sid in report.live:
+        print(f"kept {sid}: due, but open in a sidecar")
+    print(report.summary())
+    return 0
+
+
+def iso_time(t: float) -> str:
+    from hooks.tracking import iso
+
+    return iso(t)
+
+
 def cmd_trust(args: argparse.Namespace) -> int:
     project = Path(args.project).resolve()
     vault = Path(args.vault).resolve() if args.vault else None
@@ -375,6 +403,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", default=None, help="Orion's data directory (default: $ORION_DATA_DIR or its default)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("prune", help="remove old sessions' data by the retention policy of your Orion settings "
+                                     "(oldest first; never an open session's)")
+    p.add_argument("--dry-run", action="store_true", help="only print what would be removed and how much")
+    p.add_argument("--data-dir", default=None, help="Orion's data directory (default: $ORION_DATA_DIR or its default)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_prune)
 
     p = sub.add_parser("test", help="fire one event through the real executors and print every result and the aggregate")
     p.add_argument("event", choices=ALL_EVENTS)

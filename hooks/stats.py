@@ -2,7 +2,8 @@
 
 A session's own records (`<data>/sessions/<id>/events.jsonl`) answer for one session; the timing log
 (`<data>/analytics/hook-timing.jsonl`, one line per execution with the project's hash) answers for a project or
-for everything. Both are what the runner already writes; nothing here writes.
+for everything. Both are what the runner already writes, each with its rotated `.1` (hooks/tracking.py) read
+first; nothing here writes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hooks.paths import project_hash, validate_session_id
-from hooks.tracking import read_records
+from hooks.tracking import read_rotated
 
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -82,10 +83,10 @@ class HookStats:
 
 def _records(data_dir: Path, session_id: str | None, project_dir: Path | None) -> Iterator[dict[str, Any]]:
     if session_id is not None:
-        yield from read_records(data_dir / "sessions" / validate_session_id(session_id) / "events.jsonl")
+        yield from read_rotated(data_dir / "sessions" / validate_session_id(session_id) / "events.jsonl")
         return
     wanted = project_hash(project_dir) if project_dir is not None else None
-    for record in read_records(data_dir / "analytics" / "hook-timing.jsonl"):
+    for record in read_rotated(data_dir / "analytics" / "hook-timing.jsonl"):
         if wanted is None or record.get("project") == wanted:
             yield record
 

@@ -1,7 +1,8 @@
-"""Tracking files: one redacted JSON line per execution in the session's events.jsonl and in analytics/hook-timing.jsonl, appended off the event loop to private files."""
+"""Tracking files: one redacted JSON line per execution in the session's events.jsonl and in analytics/hook-timing.jsonl, appended off the event loop to private files, each rotated to one `.1` past the retention policy's size (hooks/retention.py)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import math
@@ -135,13 +136,20 @@ def _iso_cached(t: float) -> str:
     return f"{_ts_second[1]}.{int(t % 1 * 1000):03d}Z"
 
 
-class TrackingWriter:
-    """Appends JSON lines from a daemon thread; writing never blocks the loop and a failure is logged, never raised."""
+_FROM_POLICY: Any = object()
 
-    def __init__(self) -> None:
+
+class TrackingWriter:
+    """Appends JSON lines from a daemon thread; writing never blocks the loop and a failure is logged, never raised.
+
+    `rotate_at`: the size (bytes) past which a file is rotated (None: never); by default the user's retention
+    policy's, read on the writer thread when it starts."""
+
+    def __init__(self, rotate_at: int | None = _FROM_POLICY) -> None:
         self._queue: queue.SimpleQueue[Execution | tuple[Path, dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._rotate_at = rotate_at
 
     def write(self, path: Path, record: dict[str, Any]) -> None:
         if self._thread is None:
@@ -177,6 +185,10 @@ class TrackingWriter:
         self._thread = None
 
     def _loop(self) -> None:
+        if self._rotate_at is _FROM_POLICY:
+            from hooks.retention import load_policy
+
+            self._rotate_at = load_policy().rotate_bytes
         full = False
         while True:
             item = self._queue.get()
@@ -224,7 +236,7 @@ class TrackingWriter:
                     break
             for path, lines in batch.items():
                 try:
-                    append_lines(path, lines)
+                    append_lines(path, lines, rotate_at=self._rotate_at)
                 except OSError as exc:
                     log.warning("cannot append to %s: %s", path, exc)
             for waiter in waiters:
@@ -237,20 +249,23 @@ class TrackingWriter:
 _private_dirs: set[Path] = set()
 
 
-def append_lines(path: Path, lines: list[str]) -> None:
+def append_lines(path: Path, lines: list[str], *, rotate_at: int | None = None) -> None:
     """Append one batch with one write() on an O_APPEND descriptor, so batches of concurrent writers never interleave.
 
     A process killed mid-write can leave a torn last line; it is closed with a
     newline before appending, or the next record would be glued onto it and
-    lost with it. `read_records` skips such a torn line.
+    lost with it. `read_records` skips such a torn line. A file the batch would
+    grow past `rotate_at` bytes is rotated first (`rotate`).
     """
     data = ("\n".join(lines) + "\n").encode("utf-8")
-    if path.parent not in _private_dirs:
-        private_dir(path.parent)  # created 0700 (missing parents too), or narrowed once per process
-        _private_dirs.add(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    fd = _open_for_append(path)
     try:
         st = os.fstat(fd)
+        if rotate_at is not None and st.st_size and st.st_size + len(data) > rotate_at:
+            rotate(path, fd)
+            os.close(fd)
+            fd = _open_for_append(path)
+            st = os.fstat(fd)
         if st.st_mode & 0o077:
             os.fchmod(fd, FILE_MODE)  # written by an older version with 0644: private from now on
         size = st.st_size
@@ -261,6 +276,43 @@ def append_lines(path: Path, lines: list[str]) -> None:
             view = view[os.write(fd, view):]
     finally:
         os.close(fd)
+
+
+def _open_for_append(path: Path) -> int:
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    if path.parent not in _private_dirs:
+        private_dir(path.parent)  # created 0700 (missing parents too), or narrowed once per process
+        _private_dirs.add(path.parent)
+    try:
+        return os.open(path, flags, FILE_MODE)
+    except FileNotFoundError:  # its folder was removed since (a pruned or deleted session): made again
+        private_dir(path.parent)
+        return os.open(path, flags, FILE_MODE)
+
+
+def rotated(path: Path) -> Path:
+    """The one older generation a tracking file keeps: `<name>.1`."""
+    return path.with_name(path.name + ".1")
+
+
+def rotate(path: Path, fd: int) -> None:
+    """Rename the file open on `fd` to `<name>.1` (dropping the previous one), unless another writer did already.
+
+    Under an exclusive flock of the file, and only while `path` still names it: of several processes finding the
+    same file full, one renames it and the others append to the fresh file, instead of each renaming the next
+    (which would drop the generation just rotated). A writer that opened the old file appends to `.1`: not lost.
+    """
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        st = os.fstat(fd)
+        try:
+            now = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+            os.replace(path, rotated(path))
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def read_records(path: Path) -> Iterator[dict[str, Any]]:
@@ -277,6 +329,12 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
                 continue
             if isinstance(record, dict):
                 yield record
+
+
+def read_rotated(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of a tracking file and of its rotated generation, oldest first."""
+    yield from read_records(rotated(path))
+    yield from read_records(path)
 
 
 def iso(t: float) -> str:

@@ -23,6 +23,7 @@ import anyio
 
 from hooks import builtin as builtin_hooks
 from hooks.hookset import HookSet, load_hookset
+from hooks.pruning import SessionLease, remove_session_data
 from hooks.registry import HookRegistry, default_registry
 from hooks.sources import read_builtin_options
 from hooks.runner import HookRunner
@@ -253,6 +254,8 @@ class SessionManager:
         self._starting: set[str] = set()
         self.index = SessionIndex(settings.data_dir)
         self._standbys = StandbyPool(self._close_built)
+        # What keeps an open session's data from any sidecar's pruning (hooks/pruning.py), by session id.
+        self._leases: dict[str, SessionLease] = {}
 
     async def _notify(self, event: str, params: dict[str, Any]) -> None:
         """Send an event; once the frontend is gone, sessions wind down quietly instead of failing every hook."""
@@ -333,8 +336,26 @@ class SessionManager:
         options = {"model": model, "vaultDir": vault_dir, "permissionMode": permission_mode,
                    "allowedTools": allowed_tools, "systemPrompt": system_prompt, "sandbox": sandbox,
                    "settingSources": setting_sources, "builtinHooks": builtin_hooks}
-        await anyio.to_thread.run_sync(self.index.record, sid, str(request.project), options)
+        lease = await anyio.to_thread.run_sync(self._remember, sid, str(request.project), options)
+        if lease is not None:
+            self._leases[sid] = lease
         return session, hookset
+
+    def _remember(self, sid: str, cwd: str, options: dict[str, Any]) -> SessionLease | None:
+        """List the session, and hold its lease while it is open; a lease that cannot be taken is logged (the
+        session runs regardless, and this process's passes after a session's end still skip it)."""
+        self.index.record(sid, cwd, options)
+        try:
+            return SessionLease.hold(self.settings.data_dir, sid)
+        except OSError as exc:
+            log.warning("session %s: cannot hold its data's lease (%s); another sidecar may prune it", sid, exc)
+            return None
+
+    def _after_end(self, session_id: str) -> None:
+        """The session's data may now be pruned by the user's retention policy (sidecar/janitor.py)."""
+        from sidecar.janitor import janitor_for
+
+        janitor_for(self.settings.data_dir).session_ended(session_id, live=self._sessions)
 
     async def load(self, session_id: str, project_dir: str, overrides: dict[str, Any],
                    mcp_servers: dict[str, Any] | None = None,
@@ -392,16 +413,12 @@ class SessionManager:
             raise ResourceNotFound(f"no session {session_id} in this sidecar's records", data={"sessionId": session_id})
         self._ended.pop(session_id, None)
         await anyio.to_thread.run_sync(self._forget, session_id)
+        self._after_end(session_id)
 
     def _forget(self, session_id: str) -> None:
-        from sidecar.reaper import HOMES_DIR
-
         self.index.remove(session_id)
-        data = self.settings.data_dir
-        for folder in (hook_paths.data_dir() / "sessions" / session_id, data / HOMES_DIR / session_id):
-            shutil.rmtree(folder, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            (data / "transcripts" / f"{session_id}.jsonl").unlink()  # a scripted session's archived transcript
+        # Its tracking folder, a scripted session's CLI home and archived transcript; never through a symlink.
+        remove_session_data(self.settings.data_dir, session_id)
 
     async def _create(self, sid: str, request: SessionRequest, *, resume: bool = False,
                       may_take_over: bool = False, traceparent: str | None = None) -> tuple[Session, HookSet]:
@@ -841,10 +858,14 @@ class SessionManager:
                 shutil.rmtree(home, ignore_errors=True)
 
             await anyio.to_thread.run_sync(archive_and_remove)
+        lease = self._leases.pop(session_id, None)
+        if lease is not None:
+            await anyio.to_thread.run_sync(lease.release)
         self._sessions.pop(session_id, None)
         self._ended[session_id] = session.info()
         while len(self._ended) > MAX_ENDED_REMEMBERED:
             self._ended.pop(next(iter(self._ended)))
+        self._after_end(session_id)
         return session.hooks_ran_at_end
 
     async def _fire_session_end(self, runner: HookRunner, context: SessionContext, reason: str) -> AggregateResult | None:

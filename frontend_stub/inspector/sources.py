@@ -107,13 +107,19 @@ def load_ended(feed: Feed, session_id: str, root: Path | None = None) -> int:
     if not path.is_file():
         raise SystemExit(f"orion: no tracking file for session {session_id} ({path})")
     records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    # A long session's older records are in its rotated generation (hooks/tracking.py), read first.
+    for part in (path.with_name(path.name + ".1"), path):
         try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a line torn by a crash
-        if isinstance(record, dict) and record.get("executionId"):
-            records.append(record)
+            text = part.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line torn by a crash
+            if isinstance(record, dict) and record.get("executionId"):
+                records.append(record)
     if not records:
         return 0
     ends = [_epoch_ms(r.get("ts")) for r in records]

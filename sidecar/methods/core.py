@@ -55,7 +55,15 @@ def accept_handshake(app: SidecarApp, params: p.HandshakeParams) -> Any:
     from sidecar import preimport
 
     loop.call_later(0.05, preimport.start)
+    # And the data directory's retention pass, on a thread of its own (sidecar/janitor.py).
+    loop.call_later(0.1, _start_janitor)
     return result
+
+
+def _start_janitor() -> None:
+    from sidecar import janitor
+
+    janitor.start()
 
 
 def register(app: SidecarApp) -> None:

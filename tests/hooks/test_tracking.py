@@ -73,3 +73,41 @@ def test_a_long_backlog_is_written_in_bounded_batches(tmp_path: Path) -> None:
         writer.close(timeout=20)
     assert 0 < first_look < total
     assert [r["n"] for r in read_records(path)] == list(range(total))
+
+
+def test_a_file_past_the_users_rotation_size_keeps_one_older_generation_and_stats_read_both(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from hooks.stats import hook_stats
+    from hooks.tracking import rotated
+
+    settings = Path(os.environ["ORION_USER_SETTINGS"])
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"retention": {"rotateMiB": 0.02}}))  # ~20 KB
+    data = tmp_path / "data"
+    events, timing = data / "sessions" / "long" / "events.jsonl", data / "analytics" / "hook-timing.jsonl"
+    writer = TrackingWriter()  # the user's policy, as a session's runner has it
+    sent = 0
+    for batch in range(12):
+        for _ in range(40):
+            writer.track(Execution(events, timing, "long", "p", 1700000000.0 + sent, _result(sent, "gate", 1.5, 2)))
+            sent += 1
+        assert writer.flush()
+    writer.close()
+
+    for path in (events, timing):
+        assert rotated(path).is_file() and not path.with_name(path.name + ".2").exists()
+        assert path.stat().st_size <= 20 * 1024 + 16 * 1024  # at most one batch past the size
+    kept = list(read_records(rotated(events))) + list(read_records(events))
+    numbers = [int(r["executionId"].removeprefix("ex-")) for r in kept]
+    assert numbers == list(range(sent - len(kept), sent)), "the newest records, in order, none twice"
+    assert len(list(read_records(events))) < len(kept) < sent
+    [gate] = hook_stats(data, session_id="long")
+    assert gate["runs"] == len(kept) and gate["failures"] == len(kept)
+    root = Path(__file__).resolve().parents[2]
+    cli = subprocess.run([sys.executable, "-m", "hooks", "stats", "--session", "long", "--json", "--data-dir", str(data)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=60)
+    assert json.loads(cli.stdout)["hooks"][0]["runs"] == len(kept)
+    assert hook_stats(data)[0]["runs"] == len(list(read_records(rotated(timing)))) + len(list(read_records(timing)))
