@@ -99,3 +99,24 @@ def test_a_snippet_shows_the_marked_stretch_and_where_it_was_cut() -> None:
     # a mark cut by the stretch's end is closed, never left open
     long_mark = marked("[" + " ".join(["x"] * 30) + "]")
     assert bm25.snippet(long_mark).count("«") == bm25.snippet(long_mark).count("»") == 1
+
+
+def test_a_project_holding_most_of_the_memory_is_filtered_by_its_column_with_the_same_hits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MemoryStore(tmp_path / "memory.sqlite3")  # with the model: the vector blocks count each project
+    for i in range(160):
+        project = "p-big" if i % 5 else "p-small"
+        store.add_observation(f"s{i % 7}", project, 1, "Bash", f"the deploy step {i} retried the flaky upload")
+    store.add_prompt("s1", "p-big", 1, "why does the upload retry")
+    store.add_prompt("s2", "p-small", 1, "the upload retry again")
+    chosen = []
+    original = store_module._holds_most
+    monkeypatch.setattr(store_module, "_holds_most", lambda conn, p: chosen.append(original(conn, p)) or chosen[-1])
+    answers = {p: store.search("upload retried", project=p, limit=50, mode="text") for p in ("p-big", "p-small")}
+    assert chosen == [True, False]  # 80% of the items: by column; 20%: by its scope token
+    for project, hits in answers.items():
+        assert hits and all(h["project"] == project for h in hits)
+    monkeypatch.setattr(store_module, "_holds_most", lambda conn, p: False)  # the scope token for both
+    assert store.search("upload retried", project="p-big", limit=50, mode="text") == answers["p-big"]
+    monkeypatch.setattr(store_module, "_holds_most", lambda conn, p: True)  # the column for both
+    assert store.search("upload retried", project="p-small", limit=50, mode="text") == answers["p-small"]
