@@ -53,15 +53,27 @@ def estimate_holding(count: int, span: int, rows: int) -> int:
 
 def phrase_counts(marked: str, phrases: Sequence[str]) -> dict[str, int]:
     """Marked instances per query phrase (see the module's note on how an instance finds its phrase)."""
-    spelled = {p.lower(): p for p in phrases}
-    counts = dict.fromkeys(phrases, 0)
-    for piece in marked.split(OPEN)[1:]:
-        instance = piece.split(CLOSE, 1)[0].lower()
-        phrase = spelled.get(instance)
-        if phrase is None:
-            phrase = max(phrases, key=lambda p: len(_common_prefix(instance, p.lower())))  # first of the longest
-        counts[phrase] += 1
-    return counts
+    return _Matcher(phrases).counts(marked)
+
+
+class _Matcher:
+    """Assigns marked instances to a query's phrases (built once per query, used on every row of the window)."""
+
+    def __init__(self, phrases: Sequence[str]) -> None:
+        self.phrases = list(phrases)
+        self.spelled = {p.lower(): p for p in phrases}
+
+    def counts(self, marked: str) -> dict[str, int]:
+        if len(self.phrases) == 1:  # every instance is the one phrase's
+            return {self.phrases[0]: marked.count(OPEN)}
+        counts = dict.fromkeys(self.phrases, 0)
+        for piece in marked.split(OPEN)[1:]:
+            instance = piece.split(CLOSE, 1)[0].lower()
+            phrase = self.spelled.get(instance)
+            if phrase is None:  # a stemmed form: the phrase sharing its longest prefix (the first of those)
+                phrase = max(self.phrases, key=lambda p: len(_common_prefix(instance, p.lower())))
+            counts[phrase] += 1
+        return counts
 
 
 def _common_prefix(a: str, b: str) -> str:
@@ -78,11 +90,12 @@ def score(marked_texts: Sequence[str], phrases: Sequence[str], stats: TermStats)
     lengths = [len(text.split()) for text in marked_texts]
     average = (sum(lengths) / len(lengths)) if lengths else 1.0
     weights = {p: stats.idf(p) for p in phrases}
+    matcher = _Matcher(phrases)
     scores = []
     for text, length in zip(marked_texts, lengths):
         norm = K1 * (1 - B + B * length / max(average, 1e-9))
         total = 0.0
-        for phrase, tf in phrase_counts(text, phrases).items():
+        for phrase, tf in matcher.counts(text).items():
             if tf:
                 total += weights[phrase] * tf * (K1 + 1) / (tf + norm)
         scores.append(total)
