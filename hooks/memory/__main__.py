@@ -50,6 +50,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         store = open_store(Path(args.data_dir) if args.data_dir else default_data_dir())
     try:
         status = store.status()
+        if status.get("up"):
+            status["usage"] = store.usage()
     finally:
         store.close()
         close_all_stores()
@@ -69,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     for name, func, helptext in (
         ("import-to-postgres", cmd_import, "copy <data dir>/memory.sqlite3 into the PostgreSQL memory (idempotent)"),
-        ("status", cmd_status, "the backend in use, whether it answers, and writes waiting for it (exit 1 when down)"),
+        ("status", cmd_status, "the backend in use, whether it answers, writes waiting for it, and its size and "
+                               "growth: items, bytes, added in the last day/week/month, largest projects (exit 1 "
+                               "when down)"),
         ("backfill", cmd_backfill, "embed the stored items that have no vector yet (resumable; exit 2 without the "
                                    "embedding model)"),
     ):

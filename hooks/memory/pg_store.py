@@ -59,7 +59,10 @@ from hooks.memory.embedder import CODE_BYTES, embedder_status, get_embedder
 from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
 from hooks.memory.ranking import search as ranked_search
 from hooks.memory.spool import Op, Spool
-from hooks.memory.store import BACKFILL_BATCH, RANK_WINDOW, ContextItems, SchemaTooNewError, fts_query, make_hit
+from hooks.memory.store import (BACKFILL_BATCH, RANK_WINDOW, ContextItems, SchemaTooNewError, fts_query, iso_utc,
+                                make_hit)
+from hooks.memory.usage import UsageSql
+from hooks.memory.usage import usage as usage_of
 from hooks.memory.tags import strip_tags
 from hooks.memory.vectors import (BLOCK, CACHED_PROJECTS, CANDIDATES, EPOCH, GENERATION, SCAN_BATCH, CodeEntry,
                                   choose, pack_vector, rank_by_cosine)
@@ -1023,6 +1026,42 @@ class PostgresMemoryStore:
         """Inside a transaction about to write vectors: whether they are `model`'s, held so until the commit."""
         conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (MODEL_LOCK,))
         return self._stored_model(conn) == model
+
+    def usage(self) -> dict[str, Any]:
+        """Size, items, growth and largest projects of what this user may read (hooks/memory/usage.py); `bytes` is
+        the whole memory schema's on the server (every user's rows: PostgreSQL sizes tables, not owners)."""
+        scope = self._scope()
+
+        def read(conn: Conn) -> dict[str, Any]:
+            def per_project() -> dict[str, tuple[int, int, float | None]]:
+                out: dict[str, tuple[int, int, float | None]] = {}
+                for table, at in (("observations", 0), ("session_summaries", 1)):
+                    for r in conn.execute(f"SELECT project, count(*) AS n, max(created_at) AS newest FROM {table}"
+                                          f" WHERE {_VISIBLE} GROUP BY project", scope):
+                        counts = list(out.get(r["project"], (0, 0, None)))
+                        counts[at] = int(r["n"])
+                        newest = float(r["newest"]) if r["newest"] is not None else None
+                        counts[2] = max(x for x in (counts[2], newest) if x is not None) if newest else counts[2]
+                        out[r["project"]] = (counts[0], counts[1], counts[2])
+                return out
+
+            def since(project: str, t: float) -> int:
+                return int(_scalar(conn, "SELECT (SELECT count(*) FROM observations WHERE project = %(p)s AND"
+                                         f" created_at >= %(t)s AND {_VISIBLE}) + (SELECT count(*) FROM"
+                                         " session_summaries WHERE project = %(p)s AND created_at >= %(t)s"
+                                         f" AND {_VISIBLE})", {**scope, "p": project, "t": t}))
+
+            return usage_of(UsageSql(
+                per_project=per_project, since=since,
+                prompts=lambda: int(_scalar(conn, f"SELECT count(*) FROM user_prompts WHERE {_VISIBLE}", scope)),
+                vectors=lambda: int(_scalar(conn, "SELECT count(*) FROM memory_vectors v JOIN memory_vector_blocks b"
+                                                  f" ON b.id = v.block WHERE {_VISIBLE}", scope)),
+                bytes=lambda: int(_scalar(conn, "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                                                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %(s)s"
+                                                " AND c.relkind IN ('r', 'm')", {"s": SCHEMA}))),
+                time.time(), iso_utc)
+
+        return self._reading(read, {"up": False})
 
     def vector_status(self) -> dict[str, Any]:
         """How much of the memory this store sees has vectors: {items, embedded, model, available, ...};

@@ -37,6 +37,8 @@ from hooks.memory.config import MemoryConfig, MemoryConfigError, install_id, loa
 from hooks.memory.embedder import embedder_status, get_embedder
 from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
 from hooks.memory.ranking import search as ranked_search
+from hooks.memory.usage import UsageSql
+from hooks.memory.usage import usage as usage_of
 from hooks.memory.vectors import VectorIndex
 from hooks.private_files import fix_file_mode, open_private, private_data_dir
 from hooks.redaction import redact
@@ -628,6 +630,38 @@ class MemoryStore:
         # A text of no known token gets a zero vector (similarity 0 to everything): stored all the same, so the
         # backfill does not count it as missing forever.
         self._vectors.put(conn, project, items, vectors, codes)
+
+    def usage(self) -> dict[str, Any]:
+        """Size on disk, items, growth over the last day / week / month, largest projects (hooks/memory/usage.py)."""
+        conn = self._conn
+
+        def per_project() -> dict[str, tuple[int, int, float | None]]:
+            out: dict[str, tuple[int, int, float | None]] = {}
+            for project, n, newest in conn.execute(
+                    "SELECT project, count(*), max(created_at) FROM observations GROUP BY project"):
+                out[project] = (int(n), 0, newest)
+            for project, n, newest in conn.execute(
+                    "SELECT project, count(*), max(created_at) FROM session_summaries GROUP BY project"):
+                o, _, t = out.get(project, (0, 0, None))
+                out[project] = (o, int(n), max(x for x in (t, newest) if x is not None))
+            return out
+
+        def since(project: str, t: float) -> int:
+            return int(conn.execute(
+                "SELECT (SELECT count(*) FROM observations WHERE project = ? AND created_at >= ?)"
+                " + (SELECT count(*) FROM session_summaries WHERE project = ? AND created_at >= ?)",
+                (project, t, project, t)).fetchone()[0])
+
+        def size() -> int:
+            pages = conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
+            wal = Path(f"{self.path}-wal")
+            return int(pages) + (wal.stat().st_size if wal.exists() else 0)
+
+        with self._lock:
+            return usage_of(UsageSql(
+                per_project=per_project, since=since,
+                prompts=lambda: int(conn.execute("SELECT count(*) FROM user_prompts").fetchone()[0]),
+                vectors=lambda: self._vectors.count(conn), bytes=size), self._clock(), iso_utc)
 
     def vector_status(self) -> dict[str, Any]:
         """How much of the memory has vectors: {model, embedded, items, available, reason?}."""
