@@ -106,9 +106,15 @@ def build(target: str, dist: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", default=target_triple(), help="target triple in the name (default: this machine's)")
+    parser.add_argument("--target", default=target_triple(), help="target triple in the name; only this machine's can be built (the default)")
     parser.add_argument("--dist", type=Path, default=ROOT / "dist", help="where the build goes (default: dist/)")
     args = parser.parse_args()
+    host = target_triple()
+    if args.target != host:
+        # PyInstaller freezes the interpreter it runs in: a --target only renames the host's binary, which a desktop
+        # app would then ship for a platform it cannot run on.
+        parser.exit(2, f"build: cannot build for {args.target} on this machine ({host}): PyInstaller builds only "
+                       f"for the platform it runs on; build on that platform\n")
     exe = build(args.target, args.dist.resolve())
     # The smallest proof it runs: the executable answers initialize.
     answer = subprocess.run([str(exe)], input=b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n',
