@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
+    from acp import RequestError
+
     from frontend_stub.inspector.feed import Feed
     from frontend_stub.inspector.server import Inspector
     from frontend_stub.inspector.sources import load_ended, run_live
@@ -60,9 +62,15 @@ async def run(args: argparse.Namespace) -> int:
     inspector = Inspector(feed)
     _announce(inspector, f"project {project}", args.open)
     server = asyncio.ensure_future(inspector.serve())
+    model = scenario_model(args.scenario)
     try:
-        await run_live(feed, argv=_sidecar_argv(args.sidecar), project=project, model=scenario_model(args.scenario),
-                       prompts=list(args.prompt), trust=args.trust, allowed_tools=args.allowed_tools or None)
+        try:
+            await run_live(feed, argv=_sidecar_argv(args.sidecar), project=project, model=model,
+                           prompts=list(args.prompt), trust=args.trust, allowed_tools=args.allowed_tools or None)
+        except RequestError as exc:
+            # A refusal (no credential, a bad scenario) is the user's to fix: say what, as `orion chat` does.
+            hint = "" if model else "\n       or pass --scenario NAME to use the offline scripted model"
+            raise SystemExit(f"orion: the sidecar refused the session: {exc}{hint}") from None
         print("orion: the session ended; the page stays up until Ctrl-C", file=sys.stderr, flush=True)
         await server
     finally:
