@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import sys
 
@@ -35,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve())
     except KeyboardInterrupt:
         pass
+    except OSError as exc:  # the port is taken, the log cannot be opened: the user's to fix, in one line
+        hint = "; pick another --port, or leave it out for a free one" if exc.errno == errno.EADDRINUSE else ""
+        print(f"{parser.prog}: {exc.strerror or exc}{hint}", file=sys.stderr)
+        return 1
     return 0
 
 

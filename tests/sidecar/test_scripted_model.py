@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -294,6 +295,21 @@ def test_command_line_rejects_a_bad_scenario(tmp_path: Path) -> None:
         [sys.executable, "-m", "sidecar.scripted_model", str(path)], cwd=REPO, capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 2 and "bad.yaml" in done.stderr and done.stdout == ""
+
+
+def test_command_line_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "cli.yaml"
+    path.write_text("turns: [never served]\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "sidecar.scripted_model", str(path), "--port", str(port)],
+                              cwd=REPO, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "address already in use" in done.stderr and "--port" in done.stderr
 
 
 @pytest.mark.asyncio
