@@ -12,6 +12,7 @@ from typing import Any
 
 from hooks.config import parse_settings
 from hooks.hookset import HookSet, exact_runs, load_hookset, printable
+from hooks.matchers import MatcherError, compile_matcher, matcher_problem
 from hooks.paths import data_dir
 from hooks.registry import default_registry
 from hooks.runner import HookRunner
@@ -264,6 +265,21 @@ def validate_file(path: Path) -> tuple[list[str], list[str], int]:
     errors, warnings = list(parsed.errors), list(parsed.warnings)
     valid = sum(1 for e in parsed.entries if e.config is not None)
     if owner is None:
+        # No project analysis reads this file: its matchers are checked here as load_hookset checks a project's.
+        for entry in parsed.entries:
+            if entry.config is None:
+                continue
+            where = f"{path}: {entry.json_path}"
+            try:
+                compile_matcher(entry.matcher)
+            except MatcherError as exc:
+                errors.append(f"{where}: {exc}")
+                valid -= 1
+                continue
+            if (problem := matcher_problem(entry.event, entry.matcher)) is not None:
+                group = where.rsplit(".hooks[", 1)[0] if where.endswith("]") else where
+                if f"{group}: {problem}" not in warnings:
+                    warnings.append(f"{group}: {problem}")
         return errors, warnings, valid
     hookset = _project_hookset(owner[0])
     resolved = path.resolve()
@@ -438,6 +454,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_trust)
 
     args = parser.parse_args(argv)
+    # A mistyped --project would otherwise be analysed (and trusted) as an empty project that exists nowhere; a revoke
+    # may still name a folder that is gone.
+    if args.cmd in ("list", "test", "trust") and not getattr(args, "revoke", False) and not Path(args.project).is_dir():
+        parser.error(f"--project {args.project} is not a directory")
     return args.func(args)
 
 

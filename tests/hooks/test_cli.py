@@ -53,3 +53,23 @@ def test_validate_reports_errors_with_paths(tmp_path):
     assert out.returncode == 1 and "$.hooks.Stop[0].hooks[0]: \"command\" is required (it is missing)" in out.stderr
     out = run_cli("validate", str(broken))
     assert out.returncode == 1 and "not valid JSON" in out.stderr
+
+
+def test_validate_outside_a_project_rejects_a_bad_matcher_as_inside_one(tmp_path):
+    content = {"hooks": {"PreToolUse": [{"matcher": "Bash(", "hooks": [{"type": "command", "command": "true"}]}]}}
+    outside = write_json(tmp_path / "somewhere" / "settings.json", content)
+    inside = write_json(tmp_path / "project" / ".claude" / "settings.json", content)
+    for file in (outside, inside):
+        out = run_cli("validate", str(file))
+        assert out.returncode == 1, (file, out.stdout, out.stderr)
+        assert "$.hooks.PreToolUse[0].hooks[0]: matcher 'Bash(' is not a valid regular expression" in out.stderr
+        assert "0 valid hook entries, 1 error(s)" in out.stdout
+
+
+def test_a_project_that_is_not_a_directory_is_refused(tmp_path):
+    missing = str(tmp_path / "no-such-project")
+    payload = json.dumps({"tool_name": "Bash", "tool_input": {"command": "ls"}})
+    for args in (("test", "PreToolUse", "--payload", "-"), ("list",), ("trust",)):
+        out = run_cli(*args, "--project", missing, stdin=payload)
+        assert out.returncode == 2, (args, out.stdout)
+        assert f"--project {missing} is not a directory" in out.stderr and out.stdout == ""
