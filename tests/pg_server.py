@@ -33,6 +33,15 @@ def find_bin_dir() -> Path | None:
     return Path(candidates[0]).parent if candidates else None
 
 
+def find_runuser() -> str:
+    """runuser's path: it lives in /usr/sbin, which a non-login root shell or a CI step may leave off PATH."""
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin", "/usr/bin", "/bin"])
+    found = shutil.which("runuser", path=search)
+    if found is None:
+        raise RuntimeError("runuser (util-linux) is needed to run PostgreSQL as root, and is not in PATH or /usr/sbin")
+    return found
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -47,6 +56,7 @@ class PgServer:
         if bin_dir is None:
             raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql; scripts/bootstrap.sh does it)")
         self.bin = bin_dir
+        runuser = find_runuser() if os.geteuid() == 0 else ""  # before the directory: a refusal leaves nothing behind
         self.root = Path(tempfile.mkdtemp(prefix="orion-pg-", dir=base))
         self.data = self.root / "data"
         self.sock = self.root / "sock"
@@ -61,7 +71,7 @@ class PgServer:
             except KeyError:
                 user, pw = "nobody", pwd.getpwnam("nobody")
             os.chown(self.root, pw.pw_uid, pw.pw_gid)
-            self._runas = ["runuser", "-u", user, "--"]
+            self._runas = [runuser, "-u", user, "--"]
         self.sock.mkdir()
         if self._runas:
             shutil.chown(self.sock, pwd.getpwnam(self._runas[2]).pw_uid)
