@@ -1,18 +1,33 @@
 // The client against the real sidecar (`python -m sidecar`, the scripted model, the real CLI): a session with a
 // project command hook and a permission round trip, every received message checked against the generated schema.
-// Run by tests/clients/test_typescript_client.py, which sets ORION_PYTHON, ORION_REPO and an isolated HOME.
+// Run by tests/clients/test_typescript_client.py (ORION_PYTHON, ORION_REPO) or alone with `npm test`: then the
+// repository is the one this file is in and the sidecar runs on its .venv. Either way the sidecar keeps its user
+// files (HOME, Orion's data and settings) in the test's temporary directory.
 import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { OrionClient, fromChildProcess, type PermissionRequest } from "../src/index.js";
 import type { AcpEvents, SessionUpdate } from "../src/index.js";
 import { createValidator } from "../src/validate.js";
 
-const python = process.env["ORION_PYTHON"] ?? "python3";
-const repo = process.env["ORION_REPO"] ?? process.cwd();
+// Compiled to <repo>/clients/typescript/dist/test/.
+const repo = process.env["ORION_REPO"] ?? resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..");
+
+/** The Python that runs the sidecar: ORION_PYTHON, else the repository's .venv (made by `./dev test`). */
+function sidecarPython(): string {
+  const given = process.env["ORION_PYTHON"];
+  if (given) return given;
+  const venv = join(repo, ".venv", "bin", "python");
+  if (!existsSync(venv)) {
+    throw new Error(`no Python for the sidecar: ${venv} does not exist; run ./dev test once (it makes the .venv), ` +
+      "or set ORION_PYTHON to a Python with the sidecar installed");
+  }
+  return venv;
+}
 
 test("a session through the typed client: hooks, permission, every message valid", { timeout: 120_000 }, async () => {
   const work = mkdtempSync(join(tmpdir(), "orion-ts-"));
@@ -27,7 +42,12 @@ test("a session through the typed client: hooks, permission, every message valid
     { tool_use: { name: "Write", input: { file_path: join(project, "written.txt"), content: "from-write\n" } } },
   ], "Both done."] }));
 
-  const child = spawn(python, ["-m", "sidecar"], { cwd: repo, env: process.env, stdio: ["pipe", "pipe", "pipe"] });
+  const home = join(work, "home");
+  const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, ".config"),
+    ORION_DATA_DIR: join(home, ".local", "share", "orion"),
+    ORION_USER_SETTINGS: join(home, ".config", "orion", "settings.json"),
+    ORION_CLAUDE_USER_SETTINGS: join(home, ".claude", "settings.json") };
+  const child = spawn(sidecarPython(), ["-m", "sidecar"], { cwd: repo, env, stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
   const validator = createValidator();
