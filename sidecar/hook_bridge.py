@@ -6,6 +6,8 @@ import dataclasses
 import logging
 from typing import Any
 
+import anyio
+
 from hooks.aggregate import to_hook_json
 from hooks.runner import HookRunner
 from hooks.scoped import skill_key
@@ -28,16 +30,21 @@ ELICITATION_ANSWERED = "_elicitation_answered"
 _TOOL_CALL_MEMORY = 64  # calls remembered: the permission ask follows its PreToolUse at once
 
 log = logging.getLogger("sidecar.hook_bridge")
+BRIDGE_KEY = "_runner_bridge"  # the session's bridge, in its context's state (session end settles it)
+SETTLE_S = 5.0  # at session end, how long the hooks of CLI callbacks still running may take to finish
 
 
 class RunnerBridge:
     """Implements sidecar.agent.HookBridge: fire the runner, turn a hook's "ask" into a frontend permission round trip."""
 
-    __slots__ = ("runner", "session", "broker")
+    __slots__ = ("runner", "session", "broker", "_in_flight", "_settled")
 
     def __init__(self, runner: HookRunner, session: SessionContext, broker: PermissionBroker) -> None:
         self.runner = runner
         self.session = session
+        self._in_flight = 0  # CLI callbacks being answered
+        self._settled: anyio.Event | None = None
+        session.state[BRIDGE_KEY] = self
         self.broker = broker
 
     def budget_s(self, event: str) -> float:
@@ -47,6 +54,26 @@ class RunnerBridge:
         return budget
 
     async def fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
+        self._in_flight += 1
+        try:
+            return await self._fire(event, payload, tool_use_id)
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight and self._settled is not None:
+                self._settled.set()
+
+    async def settle(self, timeout: float) -> bool:
+        """Wait (at most `timeout`) until every hook the CLI asked for has answered. The CLI fires some events
+        without waiting for them (InstructionsLoaded for a rule a Read made it load, as the turn ends): ending the
+        session at once would cancel those hooks, which Claude Code lets finish. False if the time ran out."""
+        with anyio.move_on_after(timeout):
+            while self._in_flight:
+                self._settled = anyio.Event()
+                await self._settled.wait()
+            return True
+        return False
+
+    async def _fire(self, event: str, payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any]:
         if not self.delivered_by_cli(event, payload) or self._answered_by_a_hook(event, payload):
             return {}
         if log.isEnabledFor(logging.DEBUG):

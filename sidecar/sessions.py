@@ -9,6 +9,7 @@ import hashlib
 import importlib
 import json
 import logging
+import os
 import re
 import shutil
 import time
@@ -828,6 +829,12 @@ class SessionManager:
                     except Exception:  # e.g. the CLI is already gone: ending must go on, or nothing is closed
                         log.warning("session %s: interrupting the running turn failed", session_id, exc_info=True)
             session.state = "ended"
+            from sidecar.hook_bridge import BRIDGE_KEY, SETTLE_S
+
+            bridge = session.context.state.get(BRIDGE_KEY)
+            if bridge is not None and not await bridge.settle(SETTLE_S):
+                log.warning("session %s: hooks the CLI asked for were still running after %.0f s; ending anyway",
+                            session_id, SETTLE_S)
             agg = await self._fire_session_end(session.runner, session.context, reason)
             session.hooks_ran_at_end = len(agg.results) if agg is not None else 0
             trace = session.context.state.get(TRACE_KEY)
@@ -993,20 +1000,67 @@ def _valid_session_id(session_id: str) -> None:
 
 
 def session_start_memory(project: Path, sources: list[str], config_dir: Path | None) -> list[tuple[Path, str]]:
-    """The memory files Claude Code loads when a session starts, in its order, with its `memory_type`: the user's
-    `CLAUDE.md` in the CLI's config dir ("User", with the user source), then from the file system's root down to the
-    project each folder's `CLAUDE.md` and `.claude/CLAUDE.md` ("Project", with the project source) and
-    `CLAUDE.local.md` ("Local", with the local source). Recorded on the bundled CLI: `event_instructions_loaded`."""
+    """The memory files Claude Code loads when a session starts, with their `memory_type`: the user's `CLAUDE.md`
+    in the CLI's config dir and its `rules/` ("User", with the user source), then from the file system's root down
+    to the project each folder's `CLAUDE.md` and `.claude/CLAUDE.md` ("Project", with the project source) and
+    `CLAUDE.local.md` ("Local", with the local source), then the project's `.claude/rules/` ("Project"). A rules
+    folder gives every `.md` file under it, sub-folders included, except the rules whose front matter names `paths`:
+    those load when a matching file is read (the CLI fires that load itself, `load_reason: "path_glob_match"`).
+    Recorded on the bundled CLI: `event_instructions_loaded`, `event_instructions_rules` (the CLI runs the hooks of
+    its boot-time loads side by side, so their order varies from run to run; this one is stable)."""
     found: list[tuple[Path, str]] = []
-    if "user" in sources and config_dir is not None and (config_dir / "CLAUDE.md").is_file():
-        found.append((config_dir / "CLAUDE.md", "User"))
+    if "user" in sources and config_dir is not None:
+        if (config_dir / "CLAUDE.md").is_file():
+            found.append((config_dir / "CLAUDE.md", "User"))
+        found += [(rule, "User") for rule in _unconditional_rules(config_dir / "rules")]
     folders = [*reversed(project.parents), project]
     for folder in folders:
         if "project" in sources:
             found += [(folder / rel, "Project") for rel in ("CLAUDE.md", ".claude/CLAUDE.md") if (folder / rel).is_file()]
         if "local" in sources and (folder / "CLAUDE.local.md").is_file():
             found.append((folder / "CLAUDE.local.md", "Local"))
+    if "project" in sources:
+        found += [(rule, "Project") for rule in _unconditional_rules(project / ".claude" / "rules")]
     return found
+
+
+RULES_LIMIT = 500  # rule files announced at most (a folder with more is a project's mistake or an attack)
+
+
+def _unconditional_rules(folder: Path) -> list[Path]:
+    """The `.md` files under a rules folder that load at the start (no `paths` in their front matter), sorted.
+    Only regular files are read (a FIFO or a device named `x.md` would block or never end), 4 KiB at most each;
+    a folder link is not followed into (a link to `/` must not walk the disk)."""
+    if not folder.is_dir():
+        return []
+    out: list[Path] = []
+    for root, dirs, files in os.walk(folder):  # os.walk does not follow links to folders
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            if name.endswith(".md") and path.is_file() and not _names_paths(path):
+                out.append(path)
+                if len(out) >= RULES_LIMIT:
+                    return sorted(out)
+    return sorted(out)
+
+
+def _names_paths(path: Path) -> bool:
+    """Whether a rule's front matter (a `---` block at its top) has a `paths` key."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    lines = head.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return False
+    for line in lines[1:]:
+        if line.strip() == "---":
+            return False
+        if re.match(r"paths\s*:", line):
+            return True
+    return False
 
 
 def sidecar_payload(event: str, context: SessionContext, **extra: Any) -> dict[str, Any]:

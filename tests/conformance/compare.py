@@ -21,7 +21,15 @@ GOLDEN_DIR = Path(__file__).resolve().with_name("goldens")
 # Keys of a hook's stdin whose presence and value must match; the rest only needs to be present in both.
 STDIN_VALUE_KEYS = ("hook_event_name", "tool_name", "tool_input", "tool_response", "source", "reason", "prompt",
                     "stop_hook_active", "trigger", "error", "is_interrupt", "permission_mode", "cwd", "message",
-                    "notification_type", "last_assistant_message", "custom_instructions", "mcp_arguments")
+                    "notification_type", "last_assistant_message", "custom_instructions", "mcp_arguments",
+                    "file_path", "load_reason", "memory_type", "globs", "trigger_file_path")
+
+
+def _in_order(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hook calls by event and tag, then (for calls the CLI runs side by side, whose arrival order varies: the
+    memory files it loads while booting) by file: the same order for both runs."""
+    return sorted(calls, key=lambda c: (c["stdin"].get("hook_event_name", ""), c.get("tag", ""),
+                                        str(c["stdin"].get("load_reason", "")), str(c["stdin"].get("file_path", ""))))
 
 
 def _text_of(message: dict[str, Any]) -> list[Any]:
@@ -54,7 +62,7 @@ def conversation(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def differences(golden: dict[str, Any], ours: dict[str, Any]) -> list[str]:
     diffs: list[str] = []
-    g_calls, o_calls = golden["hook_calls"], ours["hook_calls"]
+    g_calls, o_calls = _in_order(golden["hook_calls"]), _in_order(ours["hook_calls"])
     g_ids = [(c["stdin"].get("hook_event_name"), c["tag"]) for c in g_calls]
     o_ids = [(c["stdin"].get("hook_event_name"), c["tag"]) for c in o_calls]
     if g_ids != o_ids:
