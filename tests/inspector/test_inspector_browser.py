@@ -98,8 +98,11 @@ def test_a_live_session_in_the_page_then_the_same_session_recorded(browser, proj
         slow_ms = float(slow.locator("[data-testid=duration]").inner_text().split(" ms")[0])
         assert slow_ms >= 1000, slow_ms
         audit = hook_row(page, "audit-bash")
+        audit_ms = float(audit.locator("[data-testid=duration]").inner_text().split(" ms")[0])
         widths = [row.locator("[data-testid=bar]").bounding_box()["width"] for row in (slow, audit)]
-        assert widths[0] > 5 * widths[1], widths
+        # The bars follow the durations the page shows, whatever the machine's load made them: a loaded machine can
+        # slow the audit hook to a few hundred ms (a short bar is held at its minimum width, hence "at least").
+        assert widths[0] > 0.8 * min(slow_ms / max(audit_ms, 0.1), 5) * widths[1], (widths, slow_ms, audit_ms)
         # Notifications ride along as rows of their own.
         # The session's sandbox shows as a row of its own (notifications, project and summary changes likewise:
         # test_context_events_render_as_rows).
