@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import logging
 import os
 import re
@@ -58,6 +57,7 @@ class SessionLease:
 
     @classmethod
     def hold(cls, data_dir: Path, session_id: str) -> SessionLease:
+        import fcntl  # POSIX only: imported where used, so the module imports everywhere
         if not _SESSION_ID.match(session_id):
             raise ValueError(f"invalid session id {session_id!r}")
         path = Path(data_dir) / SESSIONS_DIR / session_id / LEASE_NAME
@@ -205,6 +205,7 @@ class _Root:
 
     def lock(self, session_id: str) -> int | None:
         """-1: the session has no lease file (nothing to lock); a descriptor holding it exclusively; None: live."""
+        import fcntl  # POSIX only: imported where used, so the module imports everywhere
         fd = self.fds.get(SESSIONS_DIR)
         if fd is None:
             return -1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import math
@@ -302,6 +301,7 @@ def rotate(path: Path, fd: int) -> None:
     same file full, one renames it and the others append to the fresh file, instead of each renaming the next
     (which would drop the generation just rotated). A writer that opened the old file appends to `.1`: not lost.
     """
+    import fcntl  # POSIX only: imported where used, so the module imports everywhere
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
         st = os.fstat(fd)

@@ -13,7 +13,6 @@ update; content that differs from the pin waits for the user's trust.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
@@ -199,6 +198,7 @@ class TrustStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        import fcntl  # POSIX only: imported where used, so the module imports everywhere
         try:
             fd = open_private(str(self.path) + ".lock", os.O_RDWR)  # its directory created 0700
         except OSError as exc:

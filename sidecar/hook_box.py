@@ -33,7 +33,6 @@ import array
 import asyncio
 import contextlib
 import dataclasses
-import fcntl
 import json
 import logging
 import os
@@ -323,6 +322,7 @@ class HookBox:
         return args
 
     async def _running(self) -> _Spawner:
+        import fcntl  # POSIX only: imported where used, so the module imports everywhere
         if self._spawner is not None and self._spawner.dead is None:
             return self._spawner
         if self._opening is None:

@@ -9,7 +9,6 @@ project's hooks and trust as a new session would.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -55,6 +54,7 @@ class SessionIndex:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """One writer at a time, in this process and across sidecars sharing the data directory."""
+        import fcntl  # POSIX only: imported where used, so the module imports everywhere
         from hooks.private_files import open_private, private_dir
 
         with self._lock:
