@@ -9,9 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Not yet: hooks/memory/ (identity, spool) still imports fcntl at the top, and these modules reach it.
-STILL_AT_THE_TOP = {"hooks.builtin.memory_hooks", "hooks.memory.identity", "hooks.memory.importer",
-                    "hooks.memory.pg_store", "hooks.memory.search", "hooks.memory.spool"}
+STILL_AT_THE_TOP: set[str] = set()  # every module now imports fcntl where it takes a lock
 
 # The answer goes to a file: a module may take the process's descriptors over on import (hooks.launcher.child).
 PROBE = """

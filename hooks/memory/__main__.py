@@ -34,7 +34,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ConnectionError) as exc:
         print(f"import-to-postgres: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps({"imported": report.as_dict(), "into": redact_url(config.url or "")}))
+    # "imported": rows the database did not hold yet; "read": rows of the SQLite memory (a second run reads them
+    # all again and imports none).
+    print(json.dumps({"imported": report.added, "read": report.as_dict(), "into": redact_url(config.url or "")}))
     return 0
 
 

@@ -26,7 +26,6 @@ project to receive its memory. So a copy starts with empty memory.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
@@ -120,6 +119,8 @@ def project_identity(data_dir: Path, project_dir: Path) -> ProjectIdentity:
 def _register(data_dir: Path, real: str, st: os.stat_result, mark: str | None) -> tuple[ProjectIdentity, str | None]:
     path = registry_path(private_data_dir(data_dir))
     # One writer at a time across sidecars sharing the data dir: read, decide and write under a lock file.
+    import fcntl  # here, not at the top: the module imports where there is no fcntl (Windows)
+
     lock_fd = open_private(str(path) + ".lock", os.O_RDWR)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)

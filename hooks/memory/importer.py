@@ -27,14 +27,29 @@ BATCH = 1000
 
 @dataclass(slots=True)
 class ImportReport:
+    """Rows read from the SQLite memory, per kind; `added`: how many of them the database did not hold yet (a second
+    run reads the same rows and adds none)."""
+
     sessions: int = 0
     prompts: int = 0
     observations: int = 0
     summaries: int = 0
+    added: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, int]:
         return {"sessions": self.sessions, "prompts": self.prompts, "observations": self.observations,
                 "summaries": self.summaries}
+
+
+_TABLES = {"sessions": "sessions", "prompts": "user_prompts", "observations": "observations",
+           "summaries": "session_summaries"}
+
+
+def _owned(store: PostgresMemoryStore) -> dict[str, int]:
+    """This installation's rows per kind, in the database."""
+    rows = store._read("SELECT " + ", ".join(f"(SELECT count(*) FROM {table} WHERE owner = %(owner)s) AS {kind}"
+                                             for kind, table in _TABLES.items()), {"owner": store.owner})
+    return {kind: int(rows[0][kind]) for kind in _TABLES} if rows else dict.fromkeys(_TABLES, 0)
 
 
 def _rows(conn: sqlite3.Connection, sql: str) -> Iterator[list[dict[str, Any]]]:
@@ -70,6 +85,7 @@ def _copy(source: Path, store: PostgresMemoryStore, config: MemoryConfig, data_d
                 "shared": k.startswith("team:") and bool(store.team)}
 
     report = ImportReport()
+    before = _owned(store)
     conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:
@@ -118,4 +134,6 @@ def _copy(source: Path, store: PostgresMemoryStore, config: MemoryConfig, data_d
     # a project's memory context read every row of the project (58 ms at 100k, issue 27).
     store._write(lambda pg: [pg.execute(f"ANALYZE {SCHEMA}.{table}") for table in
                              ("sessions", "user_prompts", "observations", "session_summaries")])
+    after = _owned(store)
+    report.added = {kind: after[kind] - before[kind] for kind in _TABLES}
     return report

@@ -13,7 +13,6 @@ without its password), so lines meant for one database never go to another.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
@@ -43,11 +42,15 @@ class Spool:
 
     @staticmethod
     def _open_locked(path: Path) -> int:
+        import fcntl  # here, not at the top: the module imports where there is no fcntl (Windows)
+
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         return fd
 
     def _adopt_orphans(self) -> None:
+        import fcntl
+
         for other in sorted(self.directory.glob("*.jsonl")):
             if other == self.path:
                 continue

@@ -221,10 +221,12 @@ def test_import_an_existing_sqlite_memory_twice(pg_server, tmp_path: Path, monke
     url = pg_server.create_database()
     env = {**os.environ, "ORION_DATA_DIR": str(data), "PYTHONPATH": str(REPO), "ORION_MEMORY_URL": ""}
     argv = [sys.executable, "-m", "hooks.memory", "import-to-postgres", "--data-dir", str(data), "--url", url]
-    for _ in range(2):  # a second run adds nothing
+    everything = {"sessions": 1, "prompts": 1, "observations": 2, "summaries": 1}
+    for run in range(2):  # a second run reads the same rows and adds nothing, and says so
         done = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout)["imported"] == {"sessions": 1, "prompts": 1, "observations": 2, "summaries": 1}
+        assert json.loads(done.stdout)["read"] == everything
+        assert json.loads(done.stdout)["imported"] == (everything if run == 0 else dict.fromkeys(everything, 0))
         assert "s3cret" not in done.stdout + done.stderr  # the URL's password is never printed
     assert [count(url, t) for t in ("sessions", "user_prompts", "observations", "session_summaries")] == [1, 1, 2, 1]
     assert "4111" not in db_text(url) and "zebra notes  end" in db_text(url)
