@@ -245,6 +245,54 @@ def test_context_events_render_as_rows(browser) -> None:  # type: ignore[no-unty
     thread.join(10)
 
 
+def test_a_turn_shows_what_the_agent_said_and_did_in_the_order_it_happened(browser) -> None:  # type: ignore[no-untyped-def]
+    """Text, a tool call, more text: three rows in that order (issue 25: the page joined the texts into one
+    paragraph above the tool calls)."""
+    import asyncio
+    import threading
+
+    from frontend_stub.inspector.feed import Feed
+    from frontend_stub.inspector.server import Inspector
+
+    updates = [{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Looking first."}},
+               {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "ls -la", "status": "pending"},
+               {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"},
+               {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Then "}},
+               {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done."}}]
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    holder: dict[str, object] = {}
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        holder["inspector"] = inspector = Inspector(Feed("synthetic"))
+        task = holder["task"] = loop.create_task(inspector.serve())
+        ready.set()
+        try:
+            loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    inspector = holder["inspector"]
+    assert isinstance(inspector, Inspector)
+    page = browser.new_page()
+    page.goto(inspector.url)
+    page.wait_for_selector("body[data-ready='1']")
+    loop.call_soon_threadsafe(inspector.feed.add, "prompt", {"text": "look around"})
+    for update in updates:
+        loop.call_soon_threadsafe(inspector.feed.add, "update", update)
+    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=answer]')].some(a => a.textContent === 'Then done.')",
+                           timeout=10_000)
+    rows = page.locator("[data-testid=turn] > [data-testid]").evaluate_all(
+        "rows => rows.map(r => [r.dataset.testid, r.dataset.testid === 'tool' ? r.dataset.tool : r.textContent])")
+    assert rows == [["prompt", "▶ look around"], ["answer", "Looking first."], ["tool", "t1"], ["answer", "Then done."]]
+    loop.call_soon_threadsafe(holder["task"].cancel)  # type: ignore[attr-defined]
+    thread.join(10)
+
+
 def test_open_hands_the_browser_no_token_and_the_page_still_opens(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """`inspect --open`: a browser's command line is readable by every local user (/proc/<pid>/cmdline), so the
     browser is given a private file (0600) that leads it to the page; the token is in no program's arguments, the
