@@ -59,6 +59,7 @@ class SessionCapabilities(AcpModel):
     close: dict[str, Any] | None = None
     delete: dict[str, Any] | None = None
     resume: dict[str, Any] | None = None
+    fork: dict[str, Any] | None = None
     additional_directories: dict[str, Any] | None = None
 
 
@@ -200,6 +201,16 @@ class AcpLoadSessionParams(AcpModel):
     session_id: str
     cwd: str
     mcp_servers: list[McpServer] = Field(default_factory=list)
+
+
+class AcpForkSessionParams(AcpModel):
+    """ACP `session/fork`: a new session that goes on from a copy of a past or live session's conversation; the
+    original is left as it was."""
+
+    session_id: str
+    cwd: str
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    additional_directories: list[str] | None = None
 
 
 class AcpLoadSessionResult(AcpModel):

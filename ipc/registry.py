@@ -143,6 +143,9 @@ ACP_METHODS: dict[str, MethodSpec] = dict([
        "Resume a past session by id: its history streams as `session/update`s before the answer."),
     _m("session/resume", "AcpLoadSessionParams", "AcpLoadSessionResult",
        "Resume a past session by id, as `session/load` but without replaying its history (the client has it)."),
+    _m("session/fork", "AcpForkSessionParams", "AcpNewSessionResult",
+       "A new session going on from a copy of a past or live session's conversation (Claude Code's --fork-session); "
+       "the original stays as it was. Its SessionStart hooks run with `source: \"resume\"`; no history is replayed."),
     _m("session/close", "AcpSessionRef", "AcpEmpty",
        "End a live session (its SessionEnd hooks run, its CLI goes); it stays in `session/list` and can be loaded."),
     _m("session/delete", "AcpSessionRef", "AcpEmpty",

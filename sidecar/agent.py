@@ -132,6 +132,8 @@ class AgentConfig:
     setting_sources: list[str] = field(default_factory=list)
     max_turns: int | None = None
     resume: str | None = None
+    # With `resume`: the CLI continues a copy of that conversation under `session_id` (Claude Code's --fork-session)
+    fork: bool = False
     hook_margin_s: float = 5.0
     close_timeout_s: float = 10.0
     cli_path: str | None = None
@@ -369,8 +371,10 @@ class AgentSession:
             settings=self._flag_settings(),
             hooks=hooks,  # type: ignore[arg-type]
             can_use_tool=self._can_use_tool,
-            session_id=cfg.session_id if (_is_uuid(cfg.session_id) and not cfg.resume) else None,
+            # A resumed conversation keeps its id; a fork names the copy's (the CLI accepts --session-id then).
+            session_id=cfg.session_id if (_is_uuid(cfg.session_id) and (not cfg.resume or cfg.fork)) else None,
             resume=cfg.resume,
+            fork_session=cfg.fork,
             max_turns=cfg.max_turns,
             cli_path=cli_path,
             stderr=lambda line: log.debug("cli[%s]: %s", cfg.session_id, line),

@@ -312,6 +312,7 @@ class SessionManager:
         client_capabilities: dict[str, Any] | None = None,
         traceparent: str | None = None,
         additional_dirs: list[str] | None = None,
+        fork_from: ForkSource | None = None,
     ) -> tuple[Session, HookSet]:
         """Start a session; with ``resume``, the past session ``session_id`` goes on with its CLI conversation.
 
@@ -327,7 +328,8 @@ class SessionManager:
             raise InvalidParams(f"session id {sid} is already in use", data={"sessionId": sid})
         self._starting.add(sid)
         try:
-            session, hookset = await self._create(sid, request, resume=resume, may_take_over=session_id is None,
+            session, hookset = await self._create(sid, request, resume=resume, fork_from=fork_from,
+                                                  may_take_over=session_id is None and fork_from is None,
                                                   traceparent=traceparent)
         finally:
             self._starting.discard(sid)
@@ -373,15 +375,7 @@ class SessionManager:
         if known is None:
             raise ResourceNotFound(f"no past session {session_id} in this sidecar's records",
                                    data={"sessionId": session_id})
-        # What the file says is only a suggestion where it would weaken a layer: a sandbox off, built-in hooks off,
-        # a mode that skips asking are the client's to ask for again in this request (the index is a file; a
-        # switch that lowers a guard is never taken from one). The model and the plan mode the user picked last
-        # are restored.
-        recorded = {k: v for k, v in known.get("options", {}).items() if not _weakens(k, v)}
-        current = known.get("current") or {}
-        if current.get("permissionMode") and not _weakens("permissionMode", current["permissionMode"]):
-            recorded["permissionMode"] = current["permissionMode"]
-        options = {**recorded, **{k: v for k, v in overrides.items() if v is not None}}
+        options, current = _restored_options(known, overrides)
         # A listed session that was never prompted has no conversation for the CLI to resume: it starts again under
         # its id, with no history (a prompt names it in the index; one that had prompts and lost its transcript is
         # still refused, rather than silently emptied).
@@ -400,6 +394,36 @@ class SessionManager:
             updates = await anyio.to_thread.run_sync(history_updates, Path(transcript_path(session.context)))
             for update in updates:
                 await self._notify("session/update", {"sessionId": session_id, "update": update})
+        return session, hookset
+
+    async def fork(self, source_id: str, project_dir: str, overrides: dict[str, Any],
+                   mcp_servers: dict[str, Any] | None = None, client_capabilities: dict[str, Any] | None = None,
+                   additional_dirs: list[str] | None = None) -> tuple[Session, HookSet]:
+        """A new session that goes on from a copy of `source_id`'s conversation (live or past), started with the
+        source's options (`overrides` on top; as for `load`, a switch that lowers a guard is never taken from the
+        index). The CLI copies the conversation under the new id (Claude Code's --fork-session); the source's
+        transcript and session are left as they were. Nothing is replayed: the client has what it forked."""
+        _valid_session_id(source_id)
+        known = await anyio.to_thread.run_sync(self.index.get, source_id)
+        if known is None:
+            raise ResourceNotFound(f"no session {source_id} in this sidecar's records", data={"sessionId": source_id})
+        if not known.get("title"):
+            raise InvalidParams(f"session {source_id} was never prompted: it has no conversation to fork",
+                                data={"sessionId": source_id})
+        options, current = _restored_options(known, overrides)
+        live = self._sessions.get(source_id)
+        session, hookset = await self.new(
+            project_dir=project_dir, vault_dir=options.get("vaultDir"),
+            model=options.get("model"), permission_mode=options.get("permissionMode"),
+            allowed_tools=options.get("allowedTools"), system_prompt=options.get("systemPrompt"),
+            sandbox=options.get("sandbox"), setting_sources=options.get("settingSources"),
+            builtin_hooks=options.get("builtinHooks"), mcp_servers=mcp_servers,
+            client_capabilities=client_capabilities, additional_dirs=additional_dirs,
+            fork_from=ForkSource(source_id, Path(transcript_path(live.context)) if live is not None else None),
+        )
+        await anyio.to_thread.run_sync(functools.partial(self.index.touch, session.session_id, prompt=known["title"]))
+        if current.get("model") and overrides.get("model") is None and current["model"] != session.current_model:
+            await self.set_model(session.session_id, current["model"])
         return session, hookset
 
     async def delete(self, session_id: str) -> None:
@@ -422,7 +446,8 @@ class SessionManager:
         remove_session_data(self.settings.data_dir, session_id)
 
     async def _create(self, sid: str, request: SessionRequest, *, resume: bool = False,
-                      may_take_over: bool = False, traceparent: str | None = None) -> tuple[Session, HookSet]:
+                      fork_from: ForkSource | None = None, may_take_over: bool = False,
+                      traceparent: str | None = None) -> tuple[Session, HookSet]:
         ready = None
         if may_take_over and not resume and len(self._standbys):
             ready = await self._standbys.take(request.key())
@@ -437,10 +462,13 @@ class SessionManager:
                     await ready.runner.aclose()
                     await close_hook_box(ready.context)
                 raise
-        built = await self._build(sid, request, resume=resume)
-        return await self._activate(built, resume=resume, cli_started=False, traceparent=traceparent)
+        built = await self._build(sid, request, resume=resume, fork_from=fork_from)
+        # A fork starts as a resumed conversation does (SessionStart `source: "resume"`), under its own id.
+        return await self._activate(built, resume=resume or fork_from is not None, cli_started=False,
+                                    traceparent=traceparent)
 
-    async def _build(self, sid: str, request: SessionRequest, *, resume: bool = False) -> Built:
+    async def _build(self, sid: str, request: SessionRequest, *, resume: bool = False,
+                     fork_from: ForkSource | None = None) -> Built:
         """Everything a session is made of, its CLI not yet started and no hook run: what `session/new` and
         `session/prepare` share."""
         project, vault, model, builtin = request.project, request.vault, request.model, request.builtin
@@ -492,6 +520,15 @@ class SessionManager:
                 raise ResourceNotFound(f"session {sid} has no conversation in {project} to resume (its CLI "
                                        "transcript is gone, or it belongs to another project)",
                                        data={"sessionId": sid, "cwd": str(project)})
+        if fork_from is not None:
+            source = cli_transcript(config_dir, project, fork_from.session_id)
+            await anyio.to_thread.run_sync(functools.partial(
+                place_fork_source, source, fork_from.live_transcript, data_dir, fork_from.session_id,
+                scripted=bool(model and model.startswith("scripted:"))))
+            if not source.is_file():
+                raise ResourceNotFound(f"session {fork_from.session_id} has no conversation in {project} to fork "
+                                       "(its CLI transcript is gone, or it belongs to another project)",
+                                       data={"sessionId": fork_from.session_id, "cwd": str(project)})
         if "project" in settings["sources"]:
             await anyio.to_thread.run_sync(accept_workspace_in_cli, config_dir, project, data_dir)
         phases.mark("sandbox decision")
@@ -569,7 +606,8 @@ class SessionManager:
             hook_events=callback_events(hookset),
             disabled_plugins=sorted(hookset.held_back_plugins()),
             add_dirs=[str(r) for r in request.roots],
-            resume=sid if resume else None,
+            resume=fork_from.session_id if fork_from is not None else (sid if resume else None),
+            fork=fork_from is not None,
         )
         agent = AgentSession(config, bridge, HookedAsker(bridge, broker), on_update)
         context.mcp = agent  # mcp_tool hooks call the session's MCP servers through its CLI
@@ -977,6 +1015,42 @@ async def close_hook_box(context: SessionContext) -> None:
 
 # Session options a load takes from the index file only when they do not lower a layer (SessionManager.load).
 _WEAKER_MODES = frozenset({"acceptEdits", "bypassPermissions", "dontAsk"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ForkSource:
+    """What a fork goes on from: the session's id and, when it is live, its CLI transcript as it stands."""
+
+    session_id: str
+    live_transcript: Path | None
+
+
+def place_fork_source(source: Path, live: Path | None, data_dir: Path, session_id: str, *, scripted: bool) -> None:
+    """Put the forked conversation where the fork's CLI looks for it (`source`), when it is not already there: a live
+    session's transcript as it stands (whole lines only: its CLI may be writing), else a scripted session's archive.
+    A real-model session's transcript is already in the user's Claude Code config, which the fork's CLI shares."""
+    from hooks.private_files import private_dir, write_private_atomic
+
+    if source.is_file():
+        return
+    if live is not None and live != source and live.is_file():
+        data = live.read_bytes()
+        private_dir(source.parent)
+        write_private_atomic(source, data[:data.rfind(b"\n") + 1])
+    elif scripted:
+        restore_transcript(source, data_dir, session_id)
+
+
+def _restored_options(known: dict[str, Any], overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A past session's options for `load` and `fork`, with `overrides` on top; and the choices it made last.
+    What the index says is only a suggestion where it would weaken a layer: a sandbox off, built-in hooks off, a mode
+    that skips asking are the client's to ask for again in this request (the index is a file; a switch that lowers
+    a guard is never taken from one). The model and the plan mode the user picked last are restored."""
+    recorded = {k: v for k, v in known.get("options", {}).items() if not _weakens(k, v)}
+    current = known.get("current") or {}
+    if current.get("permissionMode") and not _weakens("permissionMode", current["permissionMode"]):
+        recorded["permissionMode"] = current["permissionMode"]
+    return {**recorded, **{k: v for k, v in overrides.items() if v is not None}}, current
 
 
 def _weakens(option: str, value: Any) -> bool:

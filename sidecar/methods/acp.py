@@ -79,7 +79,8 @@ def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpIniti
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "close": {}, "delete": {}, "resume": {}, "additionalDirectories": {}},
+            "sessionCapabilities": {"list": {}, "close": {}, "delete": {}, "resume": {}, "fork": {},
+                                    "additionalDirectories": {}},
         },
         "authMethods": [
             {"id": CLAUDE_AUTH, "name": "Claude credentials",
@@ -223,6 +224,20 @@ def register(app: SidecarApp) -> None:
     async def session_resume(params: p.AcpLoadSessionParams, call: CallContext) -> p.AcpLoadSessionResult:
         """`session/load` without the history replayed: the client already shows it."""
         return await load(params, replay=False)
+
+    @app.method("session/fork", acp=True)
+    async def session_fork(params: p.AcpForkSessionParams, call: CallContext) -> p.AcpNewSessionResult:
+        options = orion_options(params.meta)
+        session, hookset = await session_manager(app).fork(
+            params.session_id, _absolute_dir(params.cwd), options.model_dump(by_alias=True),
+            mcp_servers=sdk_mcp_servers(params.mcp_servers),
+            client_capabilities=app.acp.client_capabilities if app.acp else None,
+            additional_dirs=list(params.additional_directories or []),
+        )
+        return p.AcpNewSessionResult.model_validate({
+            "sessionId": session.session_id, "modes": mode_state(session.permission_mode).wire(),
+            "configOptions": config_options(session), "_meta": _session_meta(session, hookset),
+        })
 
     @app.method("session/close", acp=True)
     async def session_close(params: p.AcpSessionRef, call: CallContext) -> p.AcpEmpty:

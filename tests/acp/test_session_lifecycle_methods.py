@@ -48,3 +48,60 @@ async def test_close_resume_and_delete(tmp_path: Path, sdk_errors: list) -> None
         assert not (data / "sessions" / sid).exists() and not (data / "cli-home" / sid).exists()
         assert [c["reason"] for c in hook_calls(project_dir) if c["event"] == "SessionEnd"] == ["other", "other"]
     assert sdk_errors == []
+
+
+def transcript_prompts(path: Path) -> list[str]:
+    """The user's typed prompts in a CLI transcript, in order."""
+    import json
+
+    out = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        message = record.get("message") or {}
+        if record.get("type") == "user" and isinstance(message.get("content"), str):
+            out.append(message["content"])
+    return out
+
+
+async def test_fork_goes_on_from_a_copy_and_leaves_the_original_as_it_was(tmp_path: Path, sdk_errors: list) -> None:
+    from sidecar.sessions import cli_transcript
+
+    project_dir = project(tmp_path)
+    client = RecordingClient()
+    data = Path(os.environ["ORION_DATA_DIR"])
+
+    def transcript(home: str, sid: str) -> Path:
+        return cli_transcript(data / "cli-home" / home / ".claude", project_dir, sid)  # a scripted session's home
+
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        assert init.agent_capabilities.session_capabilities.fork is not None
+        await trust(conn, project_dir)
+        source = (await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})).session_id
+        await conn.prompt(session_id=source, prompt=[text_block("remember the blue door")])
+
+        # a live session forks: the copy goes on from its conversation, under an id of its own
+        fork = (await conn.fork_session(session_id=source, cwd=str(project_dir), mcp_servers=[])).session_id
+        assert fork != source
+        starts = [c for c in hook_calls(project_dir) if c["event"] == "SessionStart"]
+        assert [c["source"] for c in starts] == ["startup", "resume"]  # a fork starts as a resumed conversation
+        await conn.prompt(session_id=fork, prompt=[text_block("which door?")])
+        await conn.prompt(session_id=source, prompt=[text_block("the original goes on")])
+        assert transcript_prompts(transcript(fork, fork)) == ["remember the blue door", "which door?"]
+        assert transcript_prompts(transcript(source, source)) == ["remember the blue door", "the original goes on"]
+        listed = {s.session_id: s.title for s in (await conn.list_sessions(cwd=str(project_dir))).sessions}
+        assert listed[fork] == listed[source] == "remember the blue door"
+
+        # an ended one forks too (from the conversation Orion kept), and a session never prompted has nothing to fork
+        await conn.close_session(session_id=source)
+        again = (await conn.fork_session(session_id=source, cwd=str(project_dir), mcp_servers=[])).session_id
+        await conn.prompt(session_id=again, prompt=[text_block("and from the end")])
+        assert transcript_prompts(transcript(again, again)) == ["remember the blue door", "the original goes on",
+                                                                "and from the end"]
+        empty = (await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})).session_id
+        with pytest.raises(Exception) as refused:
+            await conn.fork_session(session_id=empty, cwd=str(project_dir), mcp_servers=[])
+        assert "never prompted" in str(refused.value)
+        with pytest.raises(Exception) as unknown:
+            await conn.fork_session(session_id="no-such-session", cwd=str(project_dir), mcp_servers=[])
+        assert "no session" in str(unknown.value)
+    assert sdk_errors == []

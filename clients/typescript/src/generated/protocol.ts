@@ -508,6 +508,7 @@ export interface SessionCapabilities {
   close?: Record<string, unknown>;
   delete?: Record<string, unknown>;
   resume?: Record<string, unknown>;
+  fork?: Record<string, unknown>;
   additionalDirectories?: Record<string, unknown>;
 }
 
@@ -619,6 +620,15 @@ export interface Usage {
 export interface AcpCancelParams {
   _meta?: Record<string, unknown> | null;
   sessionId: string;
+}
+
+/** ACP `session/fork`: a new session that goes on from a copy of a past or live session's conversation; the original is left as it was. */
+export interface AcpForkSessionParams {
+  _meta?: Record<string, unknown> | null;
+  sessionId: string;
+  cwd: string;
+  mcpServers?: (McpServerHttp | McpServerSse | McpServerStdio)[];
+  additionalDirectories?: string[] | null;
 }
 
 /** ACP `initialize`. `clientCapabilities._meta.orion.events`: `true` (every `_orion/` event) or a list of names. */
@@ -867,6 +877,7 @@ export interface AcpMethods {
   "_orion/session/prepare": { params: AcpNewSessionParams; result: SessionPrepareResult };
   "session/load": { params: AcpLoadSessionParams; result: AcpLoadSessionResult };
   "session/resume": { params: AcpLoadSessionParams; result: AcpLoadSessionResult };
+  "session/fork": { params: AcpForkSessionParams; result: AcpNewSessionResult };
   "session/close": { params: AcpSessionRef; result: AcpEmpty };
   "session/delete": { params: AcpSessionRef; result: AcpEmpty };
   "session/list": { params: AcpListSessionsParams; result: AcpListSessionsResult };

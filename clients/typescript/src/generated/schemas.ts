@@ -7,6 +7,7 @@ export const RESULT_SCHEMAS: Readonly<Record<string, string>> = {
   "_orion/session/prepare": "SessionPrepareResult",
   "session/load": "AcpLoadSessionResult",
   "session/resume": "AcpLoadSessionResult",
+  "session/fork": "AcpNewSessionResult",
   "session/close": "AcpEmpty",
   "session/delete": "AcpEmpty",
   "session/list": "AcpListSessionsResult",
