@@ -43,6 +43,7 @@ def aggregate(event: str, results: list[HookResult]) -> AggregateResult:
         if upd is not None:
             agg.updated_input = upd
         _pass_through(agg, r)
+        _worktree_path(agg, r)
         ctx = context_of(r, event)
         if ctx:
             contexts.append(ctx)  # unlabelled and newline-joined, as Claude Code gives several hooks' context
@@ -59,6 +60,15 @@ def aggregate(event: str, results: list[HookResult]) -> AggregateResult:
     if contexts:
         agg.additional_context = "\n".join(contexts)
     return agg
+
+
+def _worktree_path(agg: AggregateResult, result: HookResult) -> None:
+    """WorktreeCreate: a command hook answers with the new worktree's path on stdout, as plain text (Claude Code's
+    rule for its own command hooks); the CLI takes a callback's as `hookSpecificOutput.worktreePath`. The first
+    hook that names one decides, as JSON's `worktreePath` would."""
+    if (agg.event == "WorktreeCreate" and result.outcome == "success" and result.output is None
+            and "worktreePath" not in agg.specific and (result.stdout or "").strip()):
+        agg.specific["worktreePath"] = result.stdout.strip()
 
 
 def _pass_through(agg: AggregateResult, result: HookResult) -> None:
