@@ -527,7 +527,8 @@ class MemoryStore:
 
     def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
         """Full-text hits, best first: of each side (observations; prompts and summaries), the newest RANK_WINDOW
-        matches, ranked by BM25 (hooks/memory/bm25.py); a project's search matches its scope token with the words."""
+        matches, ranked by BM25 (hooks/memory/bm25.py); a project's rows are found by its scope token beside the
+        words, or by its column when it holds most of the memory."""
         terms = query_terms(query)
         if not terms:
             return []
