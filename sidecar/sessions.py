@@ -381,15 +381,10 @@ class SessionManager:
         # still refused, rather than silently emptied).
         prompted = bool(known.get("title"))
         session, hookset = await self.new(
-            project_dir=project_dir, session_id=session_id, vault_dir=options.get("vaultDir"),
-            model=options.get("model"), permission_mode=options.get("permissionMode"),
-            allowed_tools=options.get("allowedTools"), system_prompt=options.get("systemPrompt"),
-            sandbox=options.get("sandbox"), setting_sources=options.get("settingSources"),
-            builtin_hooks=options.get("builtinHooks"), mcp_servers=mcp_servers, resume=prompted,
-            client_capabilities=client_capabilities,
+            project_dir=project_dir, session_id=session_id, **_as_new_kwargs(options), mcp_servers=mcp_servers,
+            resume=prompted, client_capabilities=client_capabilities,
         )
-        if current.get("model") and overrides.get("model") is None and current["model"] != session.current_model:
-            await self.set_model(session_id, current["model"])
+        await self._restore_model(session, current, overrides)
         if replay:
             updates = await anyio.to_thread.run_sync(history_updates, Path(transcript_path(session.context)))
             for update in updates:
@@ -413,18 +408,18 @@ class SessionManager:
         options, current = _restored_options(known, overrides)
         live = self._sessions.get(source_id)
         session, hookset = await self.new(
-            project_dir=project_dir, vault_dir=options.get("vaultDir"),
-            model=options.get("model"), permission_mode=options.get("permissionMode"),
-            allowed_tools=options.get("allowedTools"), system_prompt=options.get("systemPrompt"),
-            sandbox=options.get("sandbox"), setting_sources=options.get("settingSources"),
-            builtin_hooks=options.get("builtinHooks"), mcp_servers=mcp_servers,
+            project_dir=project_dir, **_as_new_kwargs(options), mcp_servers=mcp_servers,
             client_capabilities=client_capabilities, additional_dirs=additional_dirs,
             fork_from=ForkSource(source_id, Path(transcript_path(live.context)) if live is not None else None),
         )
         await anyio.to_thread.run_sync(functools.partial(self.index.touch, session.session_id, prompt=known["title"]))
+        await self._restore_model(session, current, overrides)
+        return session, hookset
+
+    async def _restore_model(self, session: Session, current: dict[str, Any], overrides: dict[str, Any]) -> None:
+        """The model the user picked last in a past session, unless this request names one."""
         if current.get("model") and overrides.get("model") is None and current["model"] != session.current_model:
             await self.set_model(session.session_id, current["model"])
-        return session, hookset
 
     async def delete(self, session_id: str) -> None:
         """Take a session off the list for good: a live one is ended first (its SessionEnd hooks run), then its
@@ -1039,6 +1034,14 @@ def place_fork_source(source: Path, live: Path | None, data_dir: Path, session_i
         write_private_atomic(source, data[:data.rfind(b"\n") + 1])
     elif scripted:
         restore_transcript(source, data_dir, session_id)
+
+
+def _as_new_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+    """A session's recorded options (the index's names) as `SessionManager.new`'s keyword arguments."""
+    return {"vault_dir": options.get("vaultDir"), "model": options.get("model"),
+            "permission_mode": options.get("permissionMode"), "allowed_tools": options.get("allowedTools"),
+            "system_prompt": options.get("systemPrompt"), "sandbox": options.get("sandbox"),
+            "setting_sources": options.get("settingSources"), "builtin_hooks": options.get("builtinHooks")}
 
 
 def _restored_options(known: dict[str, Any], overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
