@@ -5,16 +5,20 @@ its token and its own Host."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -193,75 +197,16 @@ def test_the_server_wants_its_token_and_its_own_host(tmp_path: Path) -> None:
         stop(proc)
 
 
-def test_context_events_render_as_rows(browser) -> None:  # type: ignore[no-untyped-def]
-    """projectContextChange, contextSummaryUpdated and notification, shaped as the sidecar sends them (ipc models),
-    through the real server and page."""
-    import asyncio
-    import threading
-
-    from frontend_stub.inspector.feed import Feed
-    from frontend_stub.inspector.server import Inspector
-    from ipc import protocol as p
-
-    events = [
-        ("projectContextChange", p.ProjectContextChangeEvent(session_id="s", project=p.ProjectRef(name="atlas", path="/v/atlas"),
-                                                             reason="autodetect: named in the prompt")),
-        ("contextSummaryUpdated", p.ContextSummaryUpdatedEvent(session_id="s", summary="Tidied; .env left alone.", trigger="auto")),
-        ("notification", p.NotificationEvent(session_id="s", message="Claude needs your permission to use Bash",
-                                             notification_type="permission_prompt")),
-    ]
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    holder: dict[str, object] = {}
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        feed = Feed("synthetic")
-        holder["inspector"] = inspector = Inspector(feed)
-        task = holder["task"] = loop.create_task(inspector.serve())
-        ready.set()
-        try:
-            loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    inspector = holder["inspector"]
-    assert isinstance(inspector, Inspector)
-    page = browser.new_page()
-    page.goto(inspector.url)
-    page.wait_for_selector("body[data-ready='1']")
-    for kind, model in events:  # live: after the page subscribed
-        loop.call_soon_threadsafe(inspector.feed.add, kind, model.wire())
-    page.wait_for_selector("[data-testid=info][data-kind='notification']", timeout=10_000)
-    rows = {row["kind"]: row["text"] for row in page.locator("[data-testid=info]").evaluate_all(
-        "rows => rows.map(r => ({kind: r.dataset.kind, text: r.textContent}))")}
-    assert "atlas" in rows["project"] and "autodetect" in rows["project"]
-    assert "Tidied" in rows["summary"] and "auto" in rows["summary"]
-    assert "permission to use Bash" in rows["notification"]
-    loop.call_soon_threadsafe(holder["task"].cancel)  # type: ignore[attr-defined]
-    thread.join(10)
-
-
-def test_a_turn_shows_what_the_agent_said_and_did_in_the_order_it_happened(browser) -> None:  # type: ignore[no-untyped-def]
-    """Text, a tool call, more text: three rows in that order (issue 25: the page joined the texts into one
-    paragraph above the tool calls)."""
-    import asyncio
-    import threading
-
+@contextlib.contextmanager
+def synthetic_inspector() -> Iterator[tuple[Any, asyncio.AbstractEventLoop]]:
+    """The real inspector server on a feed this test fills (no session): (inspector, its loop), served in a thread
+    until the block ends. Add events with `loop.call_soon_threadsafe(inspector.feed.add, kind, data)`."""
     from frontend_stub.inspector.feed import Feed
     from frontend_stub.inspector.server import Inspector
 
-    updates = [{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Looking first."}},
-               {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "ls -la", "status": "pending"},
-               {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"},
-               {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Then "}},
-               {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done."}}]
     loop = asyncio.new_event_loop()
     ready = threading.Event()
-    holder: dict[str, object] = {}
+    holder: dict[str, Any] = {}
 
     def serve() -> None:
         asyncio.set_event_loop(loop)
@@ -276,21 +221,60 @@ def test_a_turn_shows_what_the_agent_said_and_did_in_the_order_it_happened(brows
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     assert ready.wait(10)
-    inspector = holder["inspector"]
-    assert isinstance(inspector, Inspector)
-    page = browser.new_page()
-    page.goto(inspector.url)
-    page.wait_for_selector("body[data-ready='1']")
-    loop.call_soon_threadsafe(inspector.feed.add, "prompt", {"text": "look around"})
-    for update in updates:
-        loop.call_soon_threadsafe(inspector.feed.add, "update", update)
-    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=answer]')].some(a => a.textContent === 'Then done.')",
-                           timeout=10_000)
-    rows = page.locator("[data-testid=turn] > [data-testid]").evaluate_all(
-        "rows => rows.map(r => [r.dataset.testid, r.dataset.testid === 'tool' ? r.dataset.tool : r.textContent])")
+    try:
+        yield holder["inspector"], loop
+    finally:
+        loop.call_soon_threadsafe(holder["task"].cancel)
+        thread.join(10)
+
+
+def test_context_events_render_as_rows(browser) -> None:  # type: ignore[no-untyped-def]
+    """projectContextChange, contextSummaryUpdated and notification, shaped as the sidecar sends them (ipc models),
+    through the real server and page."""
+    from ipc import protocol as p
+
+    events = [
+        ("projectContextChange", p.ProjectContextChangeEvent(session_id="s", project=p.ProjectRef(name="atlas", path="/v/atlas"),
+                                                             reason="autodetect: named in the prompt")),
+        ("contextSummaryUpdated", p.ContextSummaryUpdatedEvent(session_id="s", summary="Tidied; .env left alone.", trigger="auto")),
+        ("notification", p.NotificationEvent(session_id="s", message="Claude needs your permission to use Bash",
+                                             notification_type="permission_prompt")),
+    ]
+    with synthetic_inspector() as (inspector, loop):
+        page = browser.new_page()
+        page.goto(inspector.url)
+        page.wait_for_selector("body[data-ready='1']")
+        for kind, model in events:  # live: after the page subscribed
+            loop.call_soon_threadsafe(inspector.feed.add, kind, model.wire())
+        page.wait_for_selector("[data-testid=info][data-kind='notification']", timeout=10_000)
+        rows = {row["kind"]: row["text"] for row in page.locator("[data-testid=info]").evaluate_all(
+            "rows => rows.map(r => ({kind: r.dataset.kind, text: r.textContent}))")}
+    assert "atlas" in rows["project"] and "autodetect" in rows["project"]
+    assert "Tidied" in rows["summary"] and "auto" in rows["summary"]
+    assert "permission to use Bash" in rows["notification"]
+
+
+def test_a_turn_shows_what_the_agent_said_and_did_in_the_order_it_happened(browser) -> None:  # type: ignore[no-untyped-def]
+    """Text, a tool call, more text: three rows in that order (issue 25: the page joined the texts into one
+    paragraph above the tool calls)."""
+    updates = [{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Looking first."}},
+               {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "ls -la", "status": "pending"},
+               {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"},
+               {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Then "}},
+               {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done."}}]
+    with synthetic_inspector() as (inspector, loop):
+        page = browser.new_page()
+        page.goto(inspector.url)
+        page.wait_for_selector("body[data-ready='1']")
+        loop.call_soon_threadsafe(inspector.feed.add, "prompt", {"text": "look around"})
+        for update in updates:
+            loop.call_soon_threadsafe(inspector.feed.add, "update", update)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=answer]')].some(a => a.textContent === 'Then done.')",
+            timeout=10_000)
+        rows = page.locator("[data-testid=turn] > [data-testid]").evaluate_all(
+            "rows => rows.map(r => [r.dataset.testid, r.dataset.testid === 'tool' ? r.dataset.tool : r.textContent])")
     assert rows == [["prompt", "▶ look around"], ["answer", "Looking first."], ["tool", "t1"], ["answer", "Then done."]]
-    loop.call_soon_threadsafe(holder["task"].cancel)  # type: ignore[attr-defined]
-    thread.join(10)
 
 
 def test_open_hands_the_browser_no_token_and_the_page_still_opens(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
