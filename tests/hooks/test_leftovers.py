@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 import signal
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,17 @@ KEPT = {
 }
 
 
+@contextlib.asynccontextmanager
+async def session_started(project: Any, hooks: dict[str, Any]) -> AsyncIterator[tuple[Any, Recorder, Any]]:
+    """The project with these hooks, trusted, its runner up and SessionStart fired: (runner, recorder, answer).
+    Leaving the block is the session's end (the runner closes)."""
+    project.settings({"hooks": hooks})
+    project.trust()
+    rec = Recorder()
+    async with running(project.load(), rec) as runner:
+        yield runner, rec, await runner.fire("SessionStart", {"source": "startup"}, session(project))
+
+
 def background(kind: str, tag: str) -> str:
     return KEPT[kind].format(s=SLEEPER, t=f"{kind}-{tag}", py=sys.executable)
 
@@ -69,13 +82,9 @@ async def test_helpers_a_hook_detached_live_until_the_session_ends_and_a_stray_h
     command = f"{starts}\n{SLEEPER} stray-{tag} &\necho started"
     hooks = settings("SessionStart", cmd(command, name="starter"))["hooks"]
     hooks |= settings("PostToolUse", cmd("echo busy | cat; sleep 0.05 & wait", name="busy"))["hooks"]
-    project.settings({"hooks": hooks})
-    project.trust()
-    rec = Recorder()
     try:
         with anyio.fail_after(30):
-            async with running(project.load(), rec) as runner:
-                agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
+            async with session_started(project, hooks) as (runner, rec, agg):
                 [result] = agg.results
                 assert result.outcome == "success" and result.stdout == "started\n"
                 # the stray held the hook's output: it died half a second after the exit, and the observers were told
@@ -132,13 +141,9 @@ async def test_started_with_sighup_ignored_hooks_still_start_with_it_at_default_
         "    print(own, child)\n")
     hooks = settings("SessionStart", cmd(command, name="starter"), {"type": "python", "script": "report.py",
                                                                      "name": "py"})["hooks"]
-    project.settings({"hooks": hooks})
-    project.trust()
-    rec = Recorder()
     try:
         with anyio.fail_after(30):
-            async with running(project.load(), rec) as runner:
-                agg = await runner.fire("SessionStart", {"source": "startup"}, session(project))
+            async with session_started(project, hooks) as (runner, rec, agg):
                 shell, python = agg.results
                 assert shell.outcome == "success" and python.outcome == "success", agg.results
                 assert int(shell.stdout, 16) & DEFAULTS == 0, shell.stdout
