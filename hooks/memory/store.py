@@ -247,6 +247,15 @@ def fts_query(query: str) -> str | None:
     return " ".join(f'"{t}"' for t in terms) if terms else None
 
 
+def _connect(path: Path) -> sqlite3.Connection:
+    """A connection to the memory file as the store uses them: any thread (the store's locks order them), no implicit
+    transactions (writes issue BEGIN IMMEDIATE themselves), rows by name, and waits for a busy file."""
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
 def _holds_most(conn: sqlite3.Connection, project: str) -> bool:
     """Whether `project` holds at least MOST of the memory's items, as its vector index blocks count them (kept
     for every write: ~0.5 ms to count at a million items). Unknown (no vectors: no model, or not backfilled yet):
@@ -294,11 +303,8 @@ class MemoryStore:
         os.close(open_private(path, os.O_RDWR))
         for companion in ("-wal", "-shm", "-journal"):
             fix_file_mode(f"{path}{companion}")
-        # isolation_level=None: we issue BEGIN IMMEDIATE ourselves so every write
-        # takes the write lock up front instead of upgrading mid-transaction.
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # Writes take the write lock up front (BEGIN IMMEDIATE) instead of upgrading mid-transaction (`_connect`).
+        self._conn = _connect(path)
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
@@ -327,9 +333,7 @@ class MemoryStore:
         do not wait for each other or for the writer)."""
         with self._reader_lock:
             if self._reader is None:
-                reader = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-                reader.row_factory = sqlite3.Row
-                reader.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                reader = _connect(self.path)
                 reader.execute("PRAGMA query_only = ON")
                 self._reader = reader
             yield self._reader
