@@ -37,14 +37,8 @@ def usage(sql: UsageSql, now: float, iso: Callable[[float], str]) -> dict[str, A
     observations = sum(o for o, _, _ in projects.values())
     summaries = sum(s for _, s, _ in projects.values())
     prompts, vectors, size = sql.prompts(), sql.vectors(), sql.bytes()
-    added = {name: 0 for name in WINDOWS}
-    per_project_week: dict[str, int] = {}
-    for project in projects:
-        for name, span in WINDOWS.items():
-            n = sql.since(project, now - span)
-            added[name] += n
-            if name == "7d":
-                per_project_week[project] = n
+    recent = {project: {name: sql.since(project, now - span) for name, span in WINDOWS.items()} for project in projects}
+    added = {name: sum(counts[name] for counts in recent.values()) for name in WINDOWS}
     items = observations + summaries
     per_item = size / items if items else 0.0
     largest = sorted(projects.items(), key=lambda kv: (-kv[1][0] - kv[1][1], kv[0]))[:TOP_PROJECTS]
@@ -53,7 +47,7 @@ def usage(sql: UsageSql, now: float, iso: Callable[[float], str]) -> dict[str, A
         "items": {"prompts": prompts, "observations": observations, "summaries": summaries, "vectors": vectors},
         "growth": {"observationsAndSummaries": added,
                    "bytesPerDay7d": round(per_item * added["7d"] / 7) if added["7d"] else 0},
-        "projects": [{"project": name, "observations": o, "summaries": s, "added7d": per_project_week[name],
+        "projects": [{"project": name, "observations": o, "summaries": s, "added7d": recent[name]["7d"],
                       "newest": iso(newest) if newest is not None else None}
                      for name, (o, s, newest) in largest],
         "projectCount": len(projects),
