@@ -135,6 +135,9 @@ class BoxPlan:
     # The model endpoint when it is on loopback (host, port): the CLI inside reaches it over a unix socket
     # (ANTHROPIC_UNIX_SOCKET), which the sidecar splices to it. Elsewhere the model goes through the egress proxy.
     model_endpoint: tuple[str, int] | None = None
+    # The sidecar speaks TLS to the model endpoint (an https model whose credential the sidecar holds: the CLI
+    # inside talks plain HTTP over the socket, so the relay can put the credential in; sidecar/model_credential.py).
+    model_tls: bool = False
     allowed_hosts: tuple[str, ...] = ()  # what Orion's egress proxy lets through (host, *.suffix, host:port)
     proxy_port: int = PROXY_PORT
     hidden_why: dict[str, str] = field(default_factory=dict, compare=False)

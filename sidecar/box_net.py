@@ -100,6 +100,15 @@ def _local_address(address: str) -> bool:
     return ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast
 
 
+def _loopback_name(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
 # --------------------------------------------------------------------------- upstream (the user's own proxy)
 
 
@@ -200,9 +209,15 @@ async def _start(relays: Relays, plan: Any, unix_dir: str | None, policy: HostPo
         return
     if plan.model_endpoint is not None:
         host, port = plan.model_endpoint
+        tls = bool(getattr(plan, "model_tls", False))
 
         async def model(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            target = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), port), CONNECT_TIMEOUT_S)
+            try:
+                target = await _connect_model(host.strip("[]"), port, tls, upstream, no_proxy)
+            except (OSError, asyncio.TimeoutError) as exc:
+                log.warning("the model at %s:%s could not be reached%s: %s", host, port, " over TLS" if tls else "",
+                            exc)
+                raise
             if credential is None:
                 await _splice(reader, writer, *target, relays)
                 return
@@ -219,6 +234,52 @@ async def _start(relays: Relays, plan: Any, unix_dir: str | None, policy: HostPo
         relays._servers.append(await asyncio.start_unix_server(tracked(model), path=relays.model_socket))
     relays.proxy_socket = os.path.join(unix_dir, "proxy.sock")
     relays._servers.append(await asyncio.start_unix_server(tracked(proxy), path=relays.proxy_socket, limit=HEAD_LIMIT))
+
+
+async def _connect_model(host: str, port: int, tls: bool, upstream: Upstream | None,
+                         no_proxy: Mapping[str, str]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the session's model, from the sidecar: direct (a loopback model, a host the user's NO_PROXY
+    lists, no proxy set) or through the user's own proxy with CONNECT; TLS when the model's URL is https, the
+    certificate verified for `host` (model_tls_context)."""
+    context = await model_tls_context() if tls else None
+    if upstream is None or _loopback_name(host) or _bypass(host, no_proxy):
+        return await asyncio.wait_for(asyncio.open_connection(host, port, ssl=context,
+                                                              server_hostname=host if context else None),
+                                      CONNECT_TIMEOUT_S)
+    reader, writer = await _via_upstream(upstream, host, port, "CONNECT", b"")
+    if context is not None:
+        try:
+            await asyncio.wait_for(writer.start_tls(context, server_hostname=host), CONNECT_TIMEOUT_S)
+        except BaseException:
+            writer.close()
+            raise
+    return reader, writer
+
+
+_TLS: dict[str | None, Any] = {}
+
+
+async def model_tls_context(env: Mapping[str, str] | None = None) -> Any:
+    """The certificates the sidecar trusts for an https model, as the CLI would: the system's (OpenSSL's defaults,
+    SSL_CERT_FILE/SSL_CERT_DIR) and the file NODE_EXTRA_CA_CERTS names (a company's proxy or gateway CA). Built
+    once per process (reading the system's store takes a few ms, off the event loop)."""
+    import ssl
+
+    env = os.environ if env is None else env
+    extra = env.get("NODE_EXTRA_CA_CERTS") or None
+    if extra not in _TLS:
+        def build() -> ssl.SSLContext:
+            context = ssl.create_default_context()
+            if extra:
+                try:
+                    context.load_verify_locations(cafile=extra)
+                except (OSError, ssl.SSLError) as exc:
+                    log.warning("NODE_EXTRA_CA_CERTS=%s could not be read (%s); the system's certificates only",
+                                extra, exc)
+            return context
+
+        _TLS[extra] = await asyncio.to_thread(build)
+    return _TLS[extra]
 
 
 async def _splice(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_reader: asyncio.StreamReader,

@@ -1,28 +1,35 @@
 """The model credential stays outside the session's boundary: the CLI inside holds a placeholder, and the sidecar's
 model relay puts the real credential into each request on its way out.
 
-With the boundary on, the CLI reaches a model on loopback (a gateway, the scripted model) through the box's model
-socket, which the sidecar relays (sidecar/box_net.py). When the credential comes from the sidecar's environment
-(`ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`, `CLAUDE_CODE_OAUTH_TOKEN`), the CLI is given the same variable with
-a placeholder value: it still authenticates the way it would (the header it sends, its precedence), and nothing in
-the box (`env`, `/proc/<pid>/environ`, a core dump, the CLI's memory) holds the credential. The relay reads each
-request with h11, replaces the value of the credential header the CLI sent with the real one, and streams the
-request and the answer (Server-Sent Events included) through unchanged otherwise.
+When the credential comes from the sidecar's environment (`ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`,
+`CLAUDE_CODE_OAUTH_TOKEN`), the CLI is given the same variable with a placeholder value: it still authenticates the
+way it would (the header it sends, its precedence), and nothing in the box (`env`, `/proc/<pid>/environ`, a core
+dump, the CLI's memory) holds the credential. The CLI reaches the model (wherever it is: `api.anthropic.com`, a
+gateway, the scripted model on loopback) only through the box's model socket (`ANTHROPIC_UNIX_SOCKET`), in plain
+HTTP; the sidecar's relay (sidecar/box_net.py) reads each request with h11, replaces the value of the credential
+header the CLI sent with the real one, and sends it on, over TLS when the model's URL is https (verified against
+the system's certificates and the user's `NODE_EXTRA_CA_CERTS`, as the CLI would, and through the user's
+`HTTPS_PROXY`), streaming the request and the answer (Server-Sent Events included) through unchanged otherwise.
 
 Not covered (docs/SECURITY.md "Limits"): a credential the CLI finds itself (an `apiKeyHelper`, the `env` of the
-user's Claude Code settings, its own login), a cloud provider's, and a model that is not on loopback (the CLI
-talks TLS to it through the egress proxy; the sidecar does not see the request to change it).
+user's Claude Code settings, its own login) and a cloud provider's (Bedrock, Vertex, Foundry): those requests
+leave through the egress proxy, TLS from the CLI itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import h11
 
 PLACEHOLDER = "orion-credential-outside-the-box"
+DEFAULT_BASE_URL = "https://api.anthropic.com"  # the CLI's own, when ANTHROPIC_BASE_URL is not set
+_CLOUDS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY")
 _READ = 64 * 1024
 
 # Environment variable -> the request header the CLI sends it in, and how.
@@ -64,6 +71,34 @@ def withhold(env: dict[str, str]) -> Credential | None:
 
 def holds_credential(env: Mapping[str, str]) -> bool:
     return any(env.get(name) and env.get(name) != PLACEHOLDER for name in _HEADERS)
+
+
+def keep_outside(env: dict[str, str], plan: Any) -> tuple[Any, Credential | None]:
+    """Route the model through the box's model socket and take the credential out of the CLI's environment `env`
+    (in place). Returns the plan (sidecar.boundary.BoxPlan) with its model endpoint, and the credential the relay
+    puts back; `(plan, None)` unchanged when the environment holds no credential, a cloud provider serves the
+    model, or the model's URL is not a plain http(s) one (the CLI then reaches it as before).
+
+    An https model is given to the CLI as http at the same host, port and path: the CLI speaks plain HTTP into the
+    socket (the Host header it sends is the model's), and the relay speaks TLS to the model."""
+    if not holds_credential(env) or any(_on(env.get(name)) for name in _CLOUDS):
+        return plan, None
+    parts = urlsplit(env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return plan, None  # a port that is not one: the CLI reports its own error
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        return plan, None
+    tls = parts.scheme == "https"
+    if tls:
+        env["ANTHROPIC_BASE_URL"] = urlunsplit(("http", parts.netloc, parts.path, parts.query, ""))
+    credential = withhold(env)
+    return dataclasses.replace(plan, model_endpoint=(parts.hostname, port), model_tls=tls), credential
+
+
+def _on(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_reader: asyncio.StreamReader,

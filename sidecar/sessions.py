@@ -967,13 +967,15 @@ def confine(
     except SandboxUnavailable as exc:
         raise ServerError(str(exc), data={"reason": "sandboxUnavailable"}) from None
     boundary = getattr(sandbox, "boundary", None)
-    if boundary is not None and boundary.platform == "linux" and boundary.plan.model_endpoint is not None:
-        # The model credential stays outside the box: the CLI gets a placeholder, the model relay the real value.
-        from sidecar.model_credential import withhold
+    if boundary is not None and boundary.platform == "linux":
+        # The model credential stays outside the box: the CLI gets a placeholder and reaches the model only through
+        # the box's model socket, whose relay puts the real value in (over TLS for an https model).
+        from sidecar.model_credential import keep_outside
 
-        credential = withhold(env)
+        plan, credential = keep_outside(env, boundary.plan)
         if credential is not None:
-            sandbox = dataclasses.replace(sandbox, boundary=dataclasses.replace(boundary, credential=credential))
+            sandbox = dataclasses.replace(sandbox, boundary=dataclasses.replace(boundary, plan=plan,
+                                                                                credential=credential))
     # Not CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1: on 2.1.330 it hides the model key from Bash but runs Bash in its own
     # bubblewrap profile with /tmp, /root and /home writable, undoing the sandbox (docs/SECURITY.md "Sandbox").
     env.pop("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", None)

@@ -8,6 +8,7 @@ authenticates with it; the server's request log shows what the CLI sent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -211,6 +212,96 @@ async def test_the_api_key_never_enters_the_box(sidecar, tmp_path: Path) -> None
     # from reading it) holds the placeholder, as seen from outside
     assert "ENV:\\n0\\nPROCS:\\n0\\nCLI:\\nrefused" in output, output
     assert holders >= 1
+
+
+@pytest.mark.parametrize("route", ["direct", "through the user's proxy"])
+async def test_an_https_model_gets_the_key_from_the_sidecar_over_verified_tls(sidecar, tmp_path: Path,
+                                                                              route: str) -> None:
+    """The real model is https (api.anthropic.com, a company gateway): the CLI in the box holds a placeholder and
+    an http URL of the same host, speaks plain HTTP into the box's model socket, and the sidecar's relay opens the
+    TLS connection (the certificate verified with the user's NODE_EXTRA_CA_CERTS, through the user's HTTPS_PROXY
+    when there is one) and puts the real key in. The model gets the key; the CLI never had it."""
+    from sidecar.model_credential import PLACEHOLDER
+    from sidecar.sandbox import backend_problem
+    from tests.e2e.tls_model import connect_proxy, tls_model
+
+    if backend_problem(os.environ.get("PATH")) is not None:
+        pytest.skip("no OS boundary on this machine (bubblewrap missing)")
+    key = "sk-ant-api03-tls-test-0451-" + "y" * 40
+    with plain_gateway(tmp_path) as (url, log):
+        target = ("127.0.0.1", int(url.rsplit(":", 1)[1]))
+        with tls_model(target, tmp_path, names=("127.0.0.1", "model.test")) as (port, ca_file, seen), \
+                connect_proxy(("127.0.0.1", port)) as (proxy_port, proxy_seen):
+            env = {**OFFLINE, "ANTHROPIC_API_KEY": key, "NODE_EXTRA_CA_CERTS": str(ca_file)}
+            if route == "direct":
+                env["ANTHROPIC_BASE_URL"] = base = f"https://127.0.0.1:{port}"
+            else:  # a name only the company proxy resolves, on the default port, as api.anthropic.com would be
+                env.update(ANTHROPIC_BASE_URL="https://model.test", HTTPS_PROXY=f"http://127.0.0.1:{proxy_port}")
+                base = "https://model.test"
+            async with sidecar(env=env) as run:
+                new = await run.request("session/new", {"projectDir": str(run.project), "model": "claude-sonnet-4-5"},
+                                        timeout=90.0)
+                assert new["sandbox"]["enabled"] is True
+                result = await run.prompt(new["sessionId"], "Say something.", timeout=90.0)
+                holds_placeholder = cli_environs_holding(f"ANTHROPIC_API_KEY={PLACEHOLDER}")
+                plain_url = cli_environs_holding("ANTHROPIC_BASE_URL=" + base.replace("https://", "http://", 1))
+                holds_key = cli_environs_holding(f"ANTHROPIC_API_KEY={key}")
+                await run.end(new["sessionId"])
+                assert result["resultText"] == ANSWER
+                assert key not in every_word_of(run)
+    sent = requests_sent(log)
+    assert sent and all(r["headers"]["x-api-key"] == key for r in sent)  # the model got the real key
+    assert holds_placeholder >= 1 and plain_url >= 1 and holds_key == 0
+    assert seen.handshakes >= 1 and seen.refused == 0  # every connection to the model was TLS, verified
+    if route == "direct":
+        assert proxy_seen.connects == []
+    else:
+        assert proxy_seen.connects and set(proxy_seen.connects) == {"model.test:443"}
+        assert set(seen.server_names) == {"model.test"}  # the certificate was checked for the model's name
+
+
+async def test_an_https_model_whose_certificate_is_not_trusted_never_gets_the_key(sidecar, tmp_path: Path) -> None:
+    """Without the CA that signed the model's certificate, the sidecar's relay refuses the connection: nothing,
+    and no key, reaches the server, the log says why, and the sidecar goes on."""
+    from sidecar.sandbox import backend_problem
+    from tests.e2e.tls_model import tls_model
+
+    if backend_problem(os.environ.get("PATH")) is not None:
+        pytest.skip("no OS boundary on this machine (bubblewrap missing)")
+    key = "sk-ant-api03-tls-untrusted-" + "z" * 40
+    with plain_gateway(tmp_path) as (url, log):
+        target = ("127.0.0.1", int(url.rsplit(":", 1)[1]))
+        with tls_model(target, tmp_path) as (port, _ca_file, seen):
+            env = {**OFFLINE, "ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": f"https://127.0.0.1:{port}",
+                   "CLAUDE_CODE_MAX_RETRIES": "0"}
+            async with sidecar(env=env) as run:
+                new = await run.request("session/new", {"projectDir": str(run.project), "model": "claude-sonnet-4-5"},
+                                        timeout=90.0)
+                with contextlib.suppress(RemoteError):
+                    await run.prompt(new["sessionId"], "Say something.", timeout=120.0)
+                await run.end(new["sessionId"])
+                await run.client.ping()
+                stderr = run.client.stderr_text()
+                assert key not in every_word_of(run)
+    assert requests_sent(log) == [] and seen.handshakes == 0 and seen.refused >= 1
+    assert "could not be reached over TLS" in stderr and "CERTIFICATE_VERIFY_FAILED" in stderr
+
+
+@contextlib.contextmanager
+def plain_gateway(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The scripted model server on 127.0.0.1 answering ANSWER: its URL and its request log."""
+    scenario = tmp_path / "gateway.json"
+    scenario.write_text(json.dumps({"turns": [ANSWER], "default": ANSWER, "side_reply": "Gateway chat"}))
+    log = tmp_path / "gateway-requests.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip(), log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def cli_environs_holding(entry: str) -> int:

@@ -9,7 +9,8 @@ import asyncio
 import h11
 import pytest
 
-from sidecar.model_credential import PLACEHOLDER, relay, withhold
+from sidecar.boundary import BoxPlan
+from sidecar.model_credential import PLACEHOLDER, keep_outside, relay, withhold
 
 
 def test_withhold_takes_every_credential_out_of_the_environment_and_keeps_the_clis_precedence() -> None:
@@ -22,6 +23,38 @@ def test_withhold_takes_every_credential_out_of_the_environment_and_keeps_the_cl
     assert dict(credential.headers) == {b"x-api-key": b"sk-real", b"authorization": b"Bearer tok-real"}
     assert withhold({"PATH": "/bin"}) is None
     assert withhold(dict(env)) is None  # placeholders are no credential
+
+
+def _plan() -> BoxPlan:
+    return BoxPlan(project="/p", writable=("/p",), read_only=(), hidden_dirs=(), hidden_files=())
+
+
+@pytest.mark.parametrize(("base", "endpoint", "tls", "given"), [
+    (None, ("api.anthropic.com", 443), True, "http://api.anthropic.com"),  # the CLI's default model
+    ("https://gw.example.com:8443/v1/", ("gw.example.com", 8443), True, "http://gw.example.com:8443/v1/"),
+    ("https://127.0.0.1:9443", ("127.0.0.1", 9443), True, "http://127.0.0.1:9443"),
+    ("http://127.0.0.1:4567", ("127.0.0.1", 4567), False, "http://127.0.0.1:4567"),
+    ("https://[::1]:9443", ("::1", 9443), True, "http://[::1]:9443"),
+])
+def test_every_http_model_is_reached_through_the_relay_and_an_https_one_is_given_as_http(
+        base: str | None, endpoint: tuple[str, int], tls: bool, given: str) -> None:
+    env = {"ANTHROPIC_API_KEY": "sk-real", **({"ANTHROPIC_BASE_URL": base} if base else {})}
+    plan, credential = keep_outside(env, _plan())
+    assert credential is not None and env["ANTHROPIC_API_KEY"] == PLACEHOLDER
+    assert (plan.model_endpoint, plan.model_tls, env["ANTHROPIC_BASE_URL"]) == (endpoint, tls, given)
+
+
+@pytest.mark.parametrize("env", [
+    {"PATH": "/bin"},  # no credential: the CLI's own login or helper, nothing to hold back
+    {"ANTHROPIC_API_KEY": "sk-real", "CLAUDE_CODE_USE_BEDROCK": "1"},  # a cloud provider serves the model
+    {"ANTHROPIC_API_KEY": "sk-real", "ANTHROPIC_BASE_URL": "https://user:pw@gw.example.com"},  # user info: not ours
+    {"ANTHROPIC_API_KEY": "sk-real", "ANTHROPIC_BASE_URL": "ftp://gw.example.com"},
+    {"ANTHROPIC_API_KEY": "sk-real", "ANTHROPIC_BASE_URL": "https://gw.example.com:99999"},
+])
+def test_a_model_the_relay_does_not_serve_leaves_plan_and_environment_as_they_were(env: dict[str, str]) -> None:
+    before = dict(env)
+    plan, credential = keep_outside(env, _plan())
+    assert credential is None and plan == _plan() and env == before
 
 
 @pytest.mark.asyncio
