@@ -93,6 +93,11 @@ def main(argv: list[str] | None = None, setup: Callable[[SidecarApp], None] | No
                 first = handshake.answer_early(max_line=min(args.max_line_bytes, args.max_batch_bytes))
             except KeyboardInterrupt:
                 return 0  # Ctrl-C while waiting for the first line: nothing started, an orderly exit
+    # No other process of the user reads this one's environment or memory (sidecar/private_process.py): after the
+    # early answer (ctypes costs a few ms), before any session can start an agent.
+    from sidecar.private_process import make_private
+
+    make_private()
     # Imports allocate hundreds of thousands of long-lived objects; the collector would run ~80 times over
     # them for nothing (~5% of start-up). Frozen afterwards, they are never scanned again either.
     gc_was_enabled = gc.isenabled()
