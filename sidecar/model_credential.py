@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ import h11
 PLACEHOLDER = "orion-credential-outside-the-box"
 DEFAULT_BASE_URL = "https://api.anthropic.com"  # the CLI's own, when ANTHROPIC_BASE_URL is not set
 _CLOUDS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY")
+# A custom header that carries a credential, by its name (a gateway's key, a bearer token, a cookie).
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|passw|cookie|session|credential|signature", re.IGNORECASE)
 _READ = 64 * 1024
 
 # Environment variable -> the request header the CLI sends it in, and how.
@@ -57,7 +60,9 @@ class Credential:
 def withhold(env: dict[str, str]) -> Credential | None:
     """Take the credential out of the CLI's environment `env` (in place: placeholders instead) and return it; None
     when the environment holds none. ANTHROPIC_AUTH_TOKEN outranks CLAUDE_CODE_OAUTH_TOKEN for `authorization`, as
-    in the CLI."""
+    in the CLI. A gateway's key in ANTHROPIC_CUSTOM_HEADERS ("Name: value" lines, as the CLI reads them) is held
+    back too, header by header, when its name says it is one (`_SECRET_HEADER`); the others stay as written (the CLI
+    reads some of them itself)."""
     headers: dict[bytes, bytes] = {}
     for name in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"):
         value = env.get(name)
@@ -66,7 +71,19 @@ def withhold(env: dict[str, str]) -> Credential | None:
         header, form = _HEADERS[name]
         headers[header.encode()] = form.format(value).encode()
         env[name] = PLACEHOLDER
-    return Credential(tuple(headers.items())) if headers else None
+    if not headers:
+        return None
+    if env.get("ANTHROPIC_CUSTOM_HEADERS"):
+        lines = []
+        for line in re.split(r"\r?\n", env["ANTHROPIC_CUSTOM_HEADERS"]):
+            name, colon, value = line.partition(":")
+            name, value = name.strip(), value.strip()
+            if colon and name and value and value != PLACEHOLDER and _SECRET_HEADER.search(name):
+                headers.setdefault(name.lower().encode(), value.encode())
+                line = f"{name}: {PLACEHOLDER}"
+            lines.append(line)
+        env["ANTHROPIC_CUSTOM_HEADERS"] = "\n".join(lines)
+    return Credential(tuple(headers.items()))
 
 
 def holds_credential(env: Mapping[str, str]) -> bool:

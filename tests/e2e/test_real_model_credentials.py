@@ -232,7 +232,8 @@ async def test_an_https_model_gets_the_key_from_the_sidecar_over_verified_tls(si
         target = ("127.0.0.1", int(url.rsplit(":", 1)[1]))
         with tls_model(target, tmp_path, names=("127.0.0.1", "model.test")) as (port, ca_file, seen), \
                 connect_proxy(("127.0.0.1", port)) as (proxy_port, proxy_seen):
-            env = {**OFFLINE, "ANTHROPIC_API_KEY": key, "NODE_EXTRA_CA_CERTS": str(ca_file)}
+            env = {**OFFLINE, "ANTHROPIC_API_KEY": key, "NODE_EXTRA_CA_CERTS": str(ca_file),
+                   "ANTHROPIC_CUSTOM_HEADERS": f"X-Gateway-Key: gw-{key}"}  # a gateway's own key rides along
             if route == "direct":
                 env["ANTHROPIC_BASE_URL"] = base = f"https://127.0.0.1:{port}"
             else:  # a name only the company proxy resolves, on the default port, as api.anthropic.com would be
@@ -245,12 +246,14 @@ async def test_an_https_model_gets_the_key_from_the_sidecar_over_verified_tls(si
                 result = await run.prompt(new["sessionId"], "Say something.", timeout=90.0)
                 holds_placeholder = cli_environs_holding(f"ANTHROPIC_API_KEY={PLACEHOLDER}")
                 plain_url = cli_environs_holding("ANTHROPIC_BASE_URL=" + base.replace("https://", "http://", 1))
-                holds_key = cli_environs_holding(f"ANTHROPIC_API_KEY={key}")
+                holds_key = (cli_environs_holding(f"ANTHROPIC_API_KEY={key}")
+                             + cli_environs_holding(f"ANTHROPIC_CUSTOM_HEADERS=X-Gateway-Key: gw-{key}"))
                 await run.end(new["sessionId"])
                 assert result["resultText"] == ANSWER
                 assert key not in every_word_of(run)
     sent = requests_sent(log)
     assert sent and all(r["headers"]["x-api-key"] == key for r in sent)  # the model got the real key
+    assert all(r["headers"]["x-gateway-key"] == f"gw-{key}" for r in sent)
     assert holds_placeholder >= 1 and plain_url >= 1 and holds_key == 0
     assert seen.handshakes >= 1 and seen.refused == 0  # every connection to the model was TLS, verified
     if route == "direct":

@@ -25,6 +25,21 @@ def test_withhold_takes_every_credential_out_of_the_environment_and_keeps_the_cl
     assert withhold(dict(env)) is None  # placeholders are no credential
 
 
+def test_a_gateway_key_in_custom_headers_is_held_back_and_the_other_headers_stay() -> None:
+    env = {"ANTHROPIC_AUTH_TOKEN": "tok-real",
+           "ANTHROPIC_CUSTOM_HEADERS": "X-Gateway-Key: gw-real\r\nanthropic-use-case-id: ide\nCookie: sid=abc\nbroken"}
+    credential = withhold(env)
+    assert env["ANTHROPIC_CUSTOM_HEADERS"] == (f"X-Gateway-Key: {PLACEHOLDER}\nanthropic-use-case-id: ide\n"
+                                               f"Cookie: {PLACEHOLDER}\nbroken")
+    assert credential is not None and dict(credential.headers) == {
+        b"authorization": b"Bearer tok-real", b"x-gateway-key": b"gw-real", b"cookie": b"sid=abc"}
+    assert credential.value_for(b"x-gateway-key", PLACEHOLDER.encode()) == b"gw-real"
+    assert credential.value_for(b"anthropic-use-case-id", b"ide") == b"ide"
+    # without a credential of the model the headers are not touched (nothing is relayed)
+    alone = {"ANTHROPIC_CUSTOM_HEADERS": "X-Gateway-Key: gw-real"}
+    assert withhold(alone) is None and alone == {"ANTHROPIC_CUSTOM_HEADERS": "X-Gateway-Key: gw-real"}
+
+
 def _plan() -> BoxPlan:
     return BoxPlan(project="/p", writable=("/p",), read_only=(), hidden_dirs=(), hidden_files=())
 
