@@ -584,6 +584,9 @@ class SessionManager:
             client_tools = {"files": files, "terminal": terminal}
             if client_capabilities.get("terminal") and not terminal:
                 client_tools["terminalReason"] = "the session's commands run inside its OS boundary"
+            fs = client_capabilities.get("fs")
+            if isinstance(fs, dict) and fs.get("readTextFile") and fs.get("writeTextFile") and not files:
+                client_tools["filesReason"] = "the session's file tools run inside its OS boundary"
         config = AgentConfig(
             project_dir=project,
             session_id=sid,

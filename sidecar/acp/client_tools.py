@@ -8,8 +8,12 @@ The tools are an in-process MCP server (`acp`) standing in for Claude Code's own
 CLI's own tools, and a hook's rewrite reaches the client. The CLI asks permission for each such call like for any
 MCP tool (the user answers in the client); no rule of ours allows them.
 
-Terminals are used only when the session's Bash would not be sandboxed anyway: a command in the client's terminal
-runs outside the CLI's OS sandbox, and a client capability must never weaken a confinement the app chose.
+Both are used only in a session without an OS boundary (`sandbox: "off"`, or a platform without one): the editor
+reads and writes, and its terminals run, outside the session's box, and a client capability must never weaken a
+confinement the app chose. A file check could not stand in for the box: the agent inside can swap a project entry
+for a symlink to `~/.ssh` or Orion's settings between any check of the path and the editor's own open of it. A
+boxed session keeps the CLI's own Read, Write, Edit and Bash, which the OS confines, as the current Claude ACP
+adapter does for every session; the editor still sees every edit as the tool call's diff.
 """
 
 from __future__ import annotations
@@ -41,9 +45,10 @@ def builtin_name(tool_name: str) -> str:
 
 
 def wanted(client_capabilities: dict[str, Any], *, sandboxed: bool) -> tuple[bool, bool]:
-    """(use the client's files, use the client's terminals) for what the client advertised."""
+    """(use the client's files, use the client's terminals) for what the client advertised: neither in a session
+    with an OS boundary (`sandboxed`)."""
     fs = client_capabilities.get("fs") if isinstance(client_capabilities.get("fs"), dict) else {}
-    files = bool(fs.get("readTextFile")) and bool(fs.get("writeTextFile"))
+    files = bool(fs.get("readTextFile")) and bool(fs.get("writeTextFile")) and not sandboxed
     terminal = bool(client_capabilities.get("terminal")) and not sandboxed
     return files, terminal
 

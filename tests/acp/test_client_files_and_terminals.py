@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -101,12 +102,15 @@ async def test_files_and_terminals_of_the_client_serve_the_agent_with_hooks_on_e
                                    cwd=str(REPO_ROOT)) as (conn, _):
         await conn.initialize(protocol_version=1, client_capabilities=capabilities)
         await trust(conn, project_dir)
-        # The client's terminals run outside the CLI's sandbox: only a session the app runs unsandboxed uses them.
+        # The client's files and terminals are outside the session's OS boundary: only a session the app runs
+        # without one uses them.
         sandboxed = await conn.new_session(cwd=str(project_dir), mcp_servers=[],
                                            orion={"model": scenario(tmp_path, project_dir), "sandbox": "auto"})
-        assert sandboxed.field_meta["orion"]["clientTools"]["files"] is True
         if sandboxed.field_meta["orion"]["sandbox"]["enabled"]:
-            assert sandboxed.field_meta["orion"]["clientTools"]["terminal"] is False
+            assert sandboxed.field_meta["orion"]["clientTools"] == {
+                "files": False, "terminal": False,
+                "filesReason": "the session's file tools run inside its OS boundary",
+                "terminalReason": "the session's commands run inside its OS boundary"}
         session = await conn.new_session(cwd=str(project_dir), mcp_servers=[],
                                          orion={"model": scenario(tmp_path, project_dir), "sandbox": "off"})
         assert session.field_meta["orion"]["clientTools"] == {"files": True, "terminal": True}
@@ -160,7 +164,8 @@ async def test_relative_paths_reach_the_client_absolute(tmp_path: Path) -> None:
                                    cwd=str(REPO_ROOT)) as (conn, _):
         await conn.initialize(protocol_version=1, client_capabilities=capabilities)
         await trust(conn, project_dir)
-        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": f"scripted:{script}"})
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[],
+                                         orion={"model": f"scripted:{script}", "sandbox": "off"})
         result = await conn.prompt(session_id=session.session_id, prompt=[text_block("tidy the docs")])
     assert result.stop_reason == "end_turn"
     notes, summary = str(project_dir / "docs" / "notes.txt"), str(project_dir / "summary.md")
@@ -177,3 +182,80 @@ async def test_relative_paths_reach_the_client_absolute(tmp_path: Path) -> None:
     assert {"mcp__acp__Read", "mcp__acp__Write", "mcp__acp__Edit"} <= {t["name"] for t in first["body"]["tools"]}
     assert "mcp__acp__Read" not in json.dumps(first["body"].get("system", "")) + json.dumps(
         [m for m in first["body"]["messages"] if "deferred tools" in json.dumps(m)])
+
+
+async def test_a_boxed_session_never_hands_the_agents_file_calls_to_the_client(tmp_path: Path) -> None:
+    """The symlink class against the editor's files (issue 24): the project holds `up -> <outside>` and
+    `linked.txt -> <a secret outside>`, links the agent could also make or swap at any moment. In a boxed session
+    the client's files are not used, so the agent's Write through `up/` and Read of `linked.txt` meet the OS box:
+    the client is never asked, nothing is written outside, the secret never reaches the model (here the links lead
+    into the host's /tmp, which the box replaces with its own; what the box does with a link to a hidden or
+    read-only place is tests/security/test_boundary.py's). The same calls with `sandbox: "off"` go to the editor,
+    which follows the links (the attack lands there: the box is what stops it)."""
+    from acp import spawn_agent_process
+
+    from sidecar.sandbox import backend_problem
+    from tests.acp.conftest import RecordingClient
+
+    if backend_problem(os.environ.get("PATH")) is not None:
+        pytest.skip("no OS boundary on this machine (bubblewrap missing)")
+    project_dir = project(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "id_rsa"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- box-test-secret\n")
+    (project_dir / "up").symlink_to(outside)
+    (project_dir / "linked.txt").symlink_to(secret)
+
+    class FollowingEditor(RecordingClient):
+        """An editor that reads and writes the disk, following links as editors do."""
+
+        def __init__(self) -> None:
+            super().__init__(answer=lambda request: "allow_once")
+            self.asked: list[str] = []
+
+        async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+                                 **kwargs: Any) -> ReadTextFileResponse:
+            self.asked.append(path)
+            return ReadTextFileResponse(content=Path(path).read_text())
+
+        async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> None:
+            self.asked.append(path)
+            Path(path).write_text(content)
+            return None
+
+    def script(name: str, prefix: str) -> str:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"turns": [
+            [{"tool_use": {"name": f"{prefix}Write", "input": {"file_path": str(project_dir / "up" / "planted.txt"),
+                                                                "content": "planted\n"}}}],
+            [{"tool_use": {"name": f"{prefix}Read", "input": {"file_path": str(project_dir / "linked.txt")}}}],
+            "Done.",
+        ], "default": "Done."}))
+        return f"scripted:{path}"
+
+    capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))
+    import sys
+
+    boxed, unboxed = FollowingEditor(), FollowingEditor()
+    for client, name, prefix, sandbox in ((boxed, "boxed_links", "", "auto"),
+                                          (unboxed, "unboxed_links", "mcp__acp__", "off")):
+        async with spawn_agent_process(client, sys.executable, "-m", "sidecar", env=child_env(tmp_path),
+                                       cwd=str(REPO_ROOT)) as (conn, _):
+            await conn.initialize(protocol_version=1, client_capabilities=capabilities)
+            await trust(conn, project_dir)
+            session = await conn.new_session(cwd=str(project_dir), mcp_servers=[],
+                                             orion={"model": script(name, prefix), "sandbox": sandbox,
+                                                    "builtinHooks": False})
+            tools = session.field_meta["orion"]["clientTools"]
+            assert tools["files"] is (sandbox == "off")
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("look around")])
+        if client is boxed:
+            assert session.field_meta["orion"]["sandbox"]["enabled"] is True
+            assert boxed.asked == [] and not (outside / "planted.txt").exists()
+            assert "box-test-secret" not in json.dumps(model_requests(tmp_path, name))
+            (outside / "planted.txt").unlink(missing_ok=True)
+    # without the box the editor followed both links: what the box stopped is a real attack
+    assert unboxed.asked == [str(project_dir / "up" / "planted.txt"), str(project_dir / "linked.txt")]
+    assert (outside / "planted.txt").read_text() == "planted\n"
+    assert "box-test-secret" in json.dumps(model_requests(tmp_path, "unboxed_links"))
