@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -45,6 +46,10 @@ log = logging.getLogger("hooks")
 BACKGROUND_GRACE_S = 2.0  # how long aclose() lets `async: true` hooks finish
 # The most aclose() waits for queued bookkeeping: every hook in it has its own timeout, this only bounds a backlog.
 AFTER_ANSWER_LIMIT_S = 60.0
+# The most after-answer bookkeeping batches a session may have waiting. Past it, the next event waits for the
+# oldest to finish before it is answered: the queue (and what it holds) cannot grow without bound, and the log
+# says the bookkeeping is behind. One batch is one event's built-in hooks (a memory write is ~1 ms).
+AFTER_ANSWER_BOUND = 64
 _SLACK_S = 0.5  # interpretation, observer and tracking on top of a hook's own timeout
 # Extra time a hook can take past its timeout before it is reaped (process kill grace).
 _KILL_GRACE = {"command": KILL_GRACE_S, "python": KILL_GRACE_S}
@@ -77,6 +82,8 @@ class HookRunner:
         # Built-in bookkeeping run after the answer: one chain per session, so it runs in event order.
         self._after_tail: dict[str, asyncio.Task[Any]] = {}
         self._after_tasks: set[asyncio.Task[Any]] = set()
+        self._after_queued: dict[str, list[asyncio.Task[Any]]] = {}  # per session, oldest first
+        self._behind: set[str] = set()  # sessions whose bookkeeping was last reported behind
         self._prefix = os.urandom(4).hex()
         self._seq = itertools.count(1)
         self._track_paths: dict[tuple[str, Path | None], tuple[Path, Path, str]] = {}
@@ -131,8 +138,24 @@ class HookRunner:
             log.debug("aggregate %s decision=%s reason=%s", event, agg.decision, agg.reason)
         if after_answer and not (event in BLOCKING_EVENTS and (agg.blocked or agg.stop_reason is not None)):
             # What the chain refused never happened: bookkeeping records only what went on, as when it ran inline.
+            await self._make_room(session.session_id)
             self._queue_after_answer(after_answer, event, payload, session, tool_use_id)
         return agg
+
+    async def _make_room(self, session_id: str) -> None:
+        """Backpressure: with AFTER_ANSWER_BOUND batches waiting, wait for the oldest before queueing another."""
+        queued = self._after_queued.get(session_id)
+        if not queued or len(queued) < AFTER_ANSWER_BOUND:
+            return
+        if session_id not in self._behind:
+            self._behind.add(session_id)
+            log.warning("session %s: hook bookkeeping (memory, tracking) is %d events behind; new events wait for "
+                        "it", session_id, len(queued))
+        await asyncio.wait([queued[0]])
+
+    def pending_after_answer(self) -> int:
+        """How many after-answer bookkeeping batches have not finished yet (all sessions)."""
+        return sum(1 for task in self._after_tasks if not task.done())
 
     def _queue_after_answer(self, specs: list[HookSpec], event: str, payload: dict[str, Any],
                             session: SessionContext, tool_use_id: str | None) -> None:
@@ -147,9 +170,19 @@ class HookRunner:
         task = asyncio.get_running_loop().create_task(run_in_order())
         self._after_tail[session.session_id] = task
         self._after_tasks.add(task)
+        self._after_queued.setdefault(session.session_id, []).append(task)
 
         def done(finished: asyncio.Task[Any]) -> None:
             self._after_tasks.discard(finished)
+            queued = self._after_queued.get(session.session_id)
+            if queued is not None:
+                with contextlib.suppress(ValueError):
+                    queued.remove(finished)
+                if not queued:
+                    del self._after_queued[session.session_id]
+            if session.session_id in self._behind and len(queued or ()) <= AFTER_ANSWER_BOUND // 2:
+                self._behind.discard(session.session_id)
+                log.info("session %s: hook bookkeeping caught up", session.session_id)
             if self._after_tail.get(session.session_id) is finished:
                 del self._after_tail[session.session_id]
 

@@ -371,6 +371,9 @@ class MemoryHit(WireModel):
 
 class MemorySearchResult(WireModel):
     results: list[MemoryHit]
+    # Memory writes of live sessions still queued when the answer was made (the search waits for them at most 1 s):
+    # 0 means everything the sessions did so far is searchable; more means the newest may be missing.
+    pending_writes: int = 0
 
 
 class MemoryBackfill(WireModel):

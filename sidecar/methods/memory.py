@@ -8,7 +8,9 @@ from sidecar.app import CallContext, SidecarApp
 from sidecar.methods._services import session_manager
 
 
-MEMORY_DRAIN_S = 10.0  # at most this long a search waits for pending memory writes of live sessions
+# Read your own writes, briefly: a search waits at most this long, in all, for the memory writes live sessions had
+# queued when it came (each ~1 ms); what has not landed by then is left to land, and the answer says how much.
+MEMORY_DRAIN_S = 1.0
 
 
 def register(app: SidecarApp) -> None:
@@ -29,11 +31,15 @@ def register(app: SidecarApp) -> None:
     async def memory_search(params: p.MemorySearchParams, call: CallContext) -> dict:
         from hooks.memory.search import search_memory
 
+        import asyncio
+
         manager = session_manager(app)
         # Read your own writes: the memory hooks record after the answer (hooks/runner.py drain); a search made
-        # right after a prompt must find that prompt.
-        for session in manager.live_sessions():
-            await session.runner.drain(timeout=MEMORY_DRAIN_S)
+        # right after a prompt must find that prompt. All sessions at once, bounded: a backlog never holds a search.
+        runners = [session.runner for session in manager.live_sessions()]
+        if runners:
+            await asyncio.gather(*(runner.drain(timeout=MEMORY_DRAIN_S) for runner in runners))
+        pending = sum(runner.pending_after_answer() for runner in runners)
         data_dir = manager.settings.data_dir
         if params.mode != "text":
             from hooks.memory.backfill import JOB
@@ -46,7 +52,7 @@ def register(app: SidecarApp) -> None:
             from ipc.errors import InvalidParams
 
             raise InvalidParams(str(exc), data={"project": params.project}) from None
-        return {"results": results}
+        return {"results": results, "pendingWrites": pending}
 
     @app.method("memory/status")
     async def memory_status(params: p.Empty, call: CallContext) -> dict:

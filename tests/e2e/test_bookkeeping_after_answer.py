@@ -13,7 +13,9 @@ async def test_a_search_right_after_the_prompt_finds_it_and_a_refused_prompt_is_
         session = await run.new_session("plain")
         sid = session["sessionId"]
         await run.prompt(sid, "remember the striped zebra in the orchard")
-        hits = (await run.request("memory/search", {"query": "zebra"}))["results"]
+        found = await run.request("memory/search", {"query": "zebra"})
+        hits = found["results"]
+        assert found["pendingWrites"] == 0
         assert [h for h in hits if h["sessionId"] == sid and h["kind"] == "prompt"], hits
         blocked = await run.prompt(sid, "a forbidden-prompt about the purple walrus")
         assert blocked["stopReason"] == "blocked"
@@ -26,3 +28,38 @@ async def test_a_search_right_after_the_prompt_finds_it_and_a_refused_prompt_is_
         ran = {e["hookName"]: e["outcome"] for e in run.named("hook_response", sid)
                if e["hookName"] in ("memory-session", "memory-summary")}
     assert ran == {"memory-session": "success", "memory-summary": "success"}
+
+
+async def test_a_search_never_waits_on_a_write_backlog_and_says_what_is_still_queued(sidecar) -> None:
+    """Another process holds the memory file's write lock (another sidecar writing, a backup): the session's memory
+    write waits for it after the answer. A search made meanwhile answers within its one-second wait with what is
+    stored and `pendingWrites` naming the writes not yet in; once the lock goes the write lands, nothing lost."""
+    import os
+    import sqlite3
+    import time
+    from pathlib import Path
+
+    db = Path(os.environ["ORION_DATA_DIR"]) / "memory.sqlite3"
+    async with sidecar() as run:
+        session = await run.new_session("plain")
+        sid = session["sessionId"]
+        await run.prompt(sid, "a first prompt so that the memory file exists")
+        first = await run.request("memory/search", {"query": "first prompt", "mode": "text"})
+        assert first["pendingWrites"] == 0 and first["results"]
+        lock = sqlite3.connect(db, timeout=1.0)
+        try:
+            lock.execute("BEGIN IMMEDIATE")  # the write lock, held: the sidecar's memory write waits for it
+            await run.prompt(sid, "remember the vermilion lighthouse on the cliff")
+            started = time.monotonic()
+            behind = await run.request("memory/search", {"query": "vermilion lighthouse", "mode": "text"})
+            waited = time.monotonic() - started
+        finally:
+            lock.rollback()
+            lock.close()
+        assert behind["pendingWrites"] >= 1, behind
+        assert not [h for h in behind["results"] if "vermilion" in h["text"]]
+        assert waited < 4.0  # the memory's own lock wait is 5 s: the search did not sit it out
+        after = await run.request("memory/search", {"query": "vermilion lighthouse", "mode": "text"})
+        assert after["pendingWrites"] == 0
+        assert [h for h in after["results"] if h["sessionId"] == sid and "vermilion" in h["text"]], after
+        await run.end(sid)

@@ -316,3 +316,50 @@ def test_permission_request_json_shape():
                                                           "decision": {"behavior": "deny", "message": "nope"}}}
     allow = AggregateResult(event="PermissionRequest", decision="allow", updated_input={"a": 1})
     assert allow.to_hook_json()["hookSpecificOutput"]["decision"] == {"behavior": "allow", "updatedInput": {"a": 1}}
+
+
+@pytest.mark.asyncio
+async def test_after_answer_bookkeeping_is_bounded_and_loses_nothing(project, caplog: pytest.LogCaptureFixture):
+    """Built-in bookkeeping (memory, tracking) runs after the answer, one chain per session. When it falls behind by
+    AFTER_ANSWER_BOUND events, the next event waits for the oldest batch before it is answered (backpressure): the
+    queue never holds more than the bound, the log says it is behind and then caught up, and every event is still
+    recorded, in order."""
+    from hooks import runner as runner_module
+
+    reg = HookRegistry()
+    gate = anyio.Event()
+    recorded: list[int] = []
+
+    async def bookkeeping(inp, ctx):
+        await gate.wait()
+        recorded.append(inp["tool_input"]["n"])
+        return {}
+
+    reg.register("PostToolUse", bookkeeping, name="book", run_async=True)
+    hookset = project.load(registry=reg)
+    for spec in hookset.entries:
+        spec.builtin = True  # what makes an async hook bookkeeping rather than a background hook
+    bound = runner_module.AFTER_ANSWER_BOUND
+    total = bound + 10
+    answered = 0
+    caplog.set_level(logging.INFO, logger="hooks")
+    with anyio.fail_after(30):
+        async with running(hookset, Recorder()) as runner:
+            async def fire_all() -> None:
+                nonlocal answered
+                for n in range(total):
+                    await runner.fire("PostToolUse", {"tool_name": "Bash", "tool_input": {"n": n}}, session(project))
+                    answered += 1
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(fire_all)
+                while answered < bound:
+                    await anyio.sleep(0.01)
+                await anyio.sleep(0.2)
+                # the bound is reached: the next event waits, nothing more is queued
+                assert answered == bound and runner.pending_after_answer() == bound
+                gate.set()
+            assert await runner.drain(timeout=10)
+    assert recorded == list(range(total))
+    assert any("events behind" in r.getMessage() for r in caplog.records)
+    assert any("caught up" in r.getMessage() for r in caplog.records)

@@ -389,6 +389,7 @@ export interface MemoryMeaningMatch {
 
 export interface MemorySearchResult {
   results: MemoryHit[];
+  pendingWrites: number;
 }
 
 export interface MemoryStatusResult {
