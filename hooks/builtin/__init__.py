@@ -67,9 +67,11 @@ BUILTIN_HOOKS: tuple[BuiltinSpec, ...] = (
     BuiltinSpec("notification-forward", "Notification", "context:make_notification_forward", timeout=5),
     # memory
     BuiltinSpec("memory-context", "SessionStart", "memory_hooks:make_memory_context", timeout=10),
-    BuiltinSpec("memory-session", "UserPromptSubmit", "memory_hooks:make_memory_session", timeout=10, after_answer=True),
-    BuiltinSpec("memory-observe", "PostToolUse", "memory_hooks:make_memory_observe", timeout=10, after_answer=True),
-    BuiltinSpec("memory-summary", "Stop", "memory_hooks:make_memory_summary", timeout=30, after_answer=True),
+    # After the answer: their timeouts cover a write that waits for another writer of the memory file (the store
+    # waits up to WRITE_PATIENCE_S, 60 s, rather than lose the record); no turn waits for them.
+    BuiltinSpec("memory-session", "UserPromptSubmit", "memory_hooks:make_memory_session", timeout=70, after_answer=True),
+    BuiltinSpec("memory-observe", "PostToolUse", "memory_hooks:make_memory_observe", timeout=70, after_answer=True),
+    BuiltinSpec("memory-summary", "Stop", "memory_hooks:make_memory_summary", timeout=90, after_answer=True),
     BuiltinSpec("memory-complete", "SessionEnd", "memory_hooks:make_memory_complete", timeout=10),
     # the user's choices (off by default; only the user's settings turn them on)
     BuiltinSpec("ambient-context", "UserPromptSubmit", "user_choice:make_ambient_context", timeout=5,

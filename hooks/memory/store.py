@@ -47,6 +47,7 @@ T = TypeVar("T")
 
 SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 5000
+WRITE_PATIENCE_S = 60.0  # how long a write waits in all for another writer of the file (store._write)
 
 _SCHEMA_V1 = """
 CREATE TABLE sessions (
@@ -295,6 +296,7 @@ class MemoryStore:
 
     def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
         self.path = path
+        self._busy_logged = float("-inf")
         self._clock = clock
         self._lock = threading.Lock()
         # Private before SQLite touches it: created 0600 here (SQLite gives its -wal/-shm the database
@@ -371,15 +373,38 @@ class MemoryStore:
                     raise
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
+        """One transaction. Another writer holding the file (another sidecar, a backup, a long import) longer than
+        SQLite's own wait (BUSY_TIMEOUT_MS) is waited for again, up to WRITE_PATIENCE_S in all, before the write
+        fails: writes run after the answer, so waiting costs no turn, and giving up would lose the record. Readers
+        of this store are not held meanwhile (its lock is let go between tries)."""
+        deadline = time.monotonic() + WRITE_PATIENCE_S
+        while True:
+            with self._lock:
+                if not self._begin_write(deadline):
+                    continue
+                try:
+                    result = fn(self._conn)
+                    self._conn.execute("COMMIT")
+                    return result
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+
+    def _begin_write(self, deadline: float) -> bool:
+        """Under the lock: BEGIN IMMEDIATE, waiting SQLite's busy time; False when another writer still holds the
+        file and `deadline` has not passed (try again), its error once it has."""
+        try:
             self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(self._conn)
-                self._conn.execute("COMMIT")
-                return result
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() >= deadline:
                 raise
+            now = time.monotonic()
+            if now - self._busy_logged > 30.0:  # said once, not at every try
+                self._busy_logged = now
+                log.warning("memory: %s is held by another writer; writes wait for it (up to %.0f s each)",
+                            self.path, WRITE_PATIENCE_S)
+            return False
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         with self._lock:
@@ -570,7 +595,10 @@ class MemoryStore:
             return []
         codes = embedder.codes(vector)
         with self._lock:
-            if self._current_model(embedder) is None:
+            try:
+                if self._current_model(embedder) is None:
+                    return []
+            except sqlite3.OperationalError:  # the model's first mark in the file waits for another writer: words only
                 return []
             nearest = self._vectors.nearest(self._conn, vector[0], codes[0], project=project or None, k=limit)
             if not nearest:
@@ -599,18 +627,21 @@ class MemoryStore:
         except Exception as exc:  # a text the tokenizer chokes on costs its vector, never the row
             log.warning("memory: could not embed a text (%s); the backfill will retry it", exc)
             return None
-        if self._model_checked != embedder.model_id:
-            with self._lock:
-                self._current_model(embedder)
+        deadline = time.monotonic() + WRITE_PATIENCE_S
+        while self._model_checked != embedder.model_id:
+            with self._lock:  # let go between tries: readers go on while another writer holds the file
+                self._current_model(embedder, deadline)
         return vectors, embedder.codes(vectors)
 
-    def _current_model(self, embedder: Any) -> str | None:
-        """Under the lock: make sure the file's vectors are this model's (another model's are dropped, once)."""
+    def _current_model(self, embedder: Any, deadline: float | None = None) -> str | None:
+        """Under the lock: make sure the file's vectors are this model's (another model's are dropped, once).
+        With a `deadline`, another writer holding the file returns None (try again) until it has passed."""
         if self._model_checked == embedder.model_id:
             return self._model_checked
         row = self._conn.execute("SELECT value FROM memory_meta WHERE key = 'embedding_model'").fetchone()
         if row is None or row[0] != embedder.model_id:
-            self._conn.execute("BEGIN IMMEDIATE")
+            if not self._begin_write(time.monotonic() if deadline is None else deadline):
+                return None
             try:
                 row = self._conn.execute("SELECT value FROM memory_meta WHERE key = 'embedding_model'").fetchone()
                 if row is None or row[0] != embedder.model_id:

@@ -183,3 +183,38 @@ def test_observations_are_found_when_a_prompt_was_stored_first(tmp_path) -> None
     near = store.search("echo observation", project="/p", limit=10, mode="meaning")
     assert sum(h["kind"] == "observation" for h in near) == 3
     store.close()
+
+
+def test_a_write_waits_for_another_writer_longer_than_sqlites_own_wait_and_loses_nothing(tmp_path, monkeypatch):
+    """Another process holding the memory file's write lock (another sidecar, a backup) past SQLite's busy wait:
+    the write waits for it (the store's patience), lands once the lock goes, and a reader is served meanwhile; past
+    the patience it fails with SQLite's own error rather than hang."""
+    from hooks.memory import store as store_module
+
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 100)  # SQLite's own wait, per try
+    store = open_store(tmp_path)
+    num = store.begin_prompt("s1", "p")
+    holder = sqlite3.connect(store.path, timeout=1.0)
+    holder.execute("BEGIN IMMEDIATE")
+    done = []
+    writer = threading.Thread(target=lambda: done.append(store.add_observation("s1", "p", num, "Bash", "held")))
+    writer.start()
+    writer.join(0.5)
+    try:
+        assert writer.is_alive()  # past SQLite's own 100 ms: still waiting, not failed
+        assert store.search("held") == []  # a reader is served meanwhile
+    finally:
+        holder.rollback()
+        holder.close()
+    writer.join(10)
+    assert len(done) == 1 and [h["text"] for h in store.search("held")] == ["held"]
+
+    monkeypatch.setattr(store_module, "WRITE_PATIENCE_S", 0.3)
+    holder = sqlite3.connect(store.path, timeout=1.0)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            store.add_observation("s1", "p", num, "Bash", "given up")
+    finally:
+        holder.rollback()
+        holder.close()
