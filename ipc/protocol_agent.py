@@ -602,6 +602,20 @@ class NoticeUpdate(WireModel):
     tool_use_id: str | None = None
 
 
+class TaskPlanEntry(WireModel):
+    content: str  # the task's subject
+    priority: Literal["high", "medium", "low"] = "medium"
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class TaskPlanUpdate(WireModel):
+    """The agent's task list as its Task tools (TaskCreate, TaskUpdate) left it, every entry each time; sent after
+    the call's `tool_call_update` when the call succeeded and changed the list."""
+
+    session_update: Literal["plan"]
+    entries: list[TaskPlanEntry]
+
+
 class SessionInfoUpdate(WireModel):
     """The session got its title (its first prompt's first line, redacted, as `session/list` shows it)."""
 
@@ -612,7 +626,7 @@ class SessionInfoUpdate(WireModel):
 
 SessionUpdateBody = Annotated[
     Union[UserMessageUpdate, AgentMessageChunkUpdate, AgentThoughtChunkUpdate, ToolCallUpdate, ToolCallStatusUpdate,
-          ResultUpdate, CurrentModeUpdate, AvailableCommandsUpdate, NoticeUpdate, SessionInfoUpdate],
+          ResultUpdate, CurrentModeUpdate, AvailableCommandsUpdate, NoticeUpdate, SessionInfoUpdate, TaskPlanUpdate],
     Field(discriminator="session_update"),
 ]
 

@@ -28,6 +28,7 @@ import anyio
 
 from hooks.tracing import TRACE_KEY
 from hooks.types import ALL_EVENTS
+from sidecar.task_plan import TaskPlan
 
 if TYPE_CHECKING:  # claude_agent_sdk costs ~600 ms to import: only start() pays for it
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
@@ -285,6 +286,7 @@ class AgentSession:
         self.cli_session_id: str | None = None
         self.cli_pid: int | None = None
         self._commands_sent: list[dict[str, str]] | None = None
+        self._task_plan = TaskPlan()  # the agent's Task tools' list, sent as `plan` updates (sidecar/task_plan.py)
         self._commands_key: tuple[Any, ...] | None = None
         self._trace_usage: dict[str, Any] = {}  # the current model request's token usage, when tracing is on
         self._box: Any = None  # the open boundary (sidecar.boundary.Box) while the CLI runs inside it
@@ -698,6 +700,9 @@ class AgentSession:
             await self._on_update(update)
         except Exception:  # noqa: BLE001 - a failing subscriber must not kill the agent turn
             log.exception("on_update failed for %s", update.get("sessionUpdate"))
+        plan = self._task_plan.follow(update)
+        if plan is not None:
+            await self._emit(plan)
 
     # ------------------------------------------------------------------ SDK callbacks
 

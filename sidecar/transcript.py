@@ -77,7 +77,20 @@ def history_updates(path: Path) -> list[dict[str, Any]]:
                                     "input": block.get("input") if isinstance(block.get("input"), dict) else {}})
     if skipped:
         log.warning("transcript %s: %d damaged line(s) skipped", path, skipped)
-    return updates
+    return _with_plans(updates)
+
+
+def _with_plans(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The task list's `plan` updates where the live session sent them (sidecar/task_plan.py)."""
+    from sidecar.task_plan import TaskPlan
+
+    plan, out = TaskPlan(), []
+    for update in updates:
+        out.append(update)
+        made = plan.follow(update)
+        if made is not None:
+            out.append(made)
+    return out
 
 
 def _is_cli_markup(text: str) -> bool:

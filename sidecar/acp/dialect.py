@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from sidecar.acp.tools import plan_entries, tool_call_fields
+from sidecar.acp.tools import tool_call_fields
 from sidecar.app import EXT_PREFIX
 
 # Orion's events that become `_orion/<name>` extension notifications (only for a client that asked for them).
@@ -138,12 +138,7 @@ class AcpDialect:
             tool_input = update.get("input") if isinstance(update.get("input"), dict) else {}
             body = {"sessionUpdate": "tool_call", "status": update.get("status") or "pending",
                     **tool_call_fields(update["toolUseId"], update.get("name", ""), tool_input, cwd)}
-            out = [body]
-            if update.get("name") == "TodoWrite":
-                entries = plan_entries(tool_input)
-                if entries is not None:
-                    out.append({"sessionUpdate": "plan", "entries": entries})
-            return out
+            return [body]  # a todo list becomes a `plan` once the CLI took it (sidecar/task_plan.py)
         if kind == "tool_call_update":
             status = update.get("status")
             output = update.get("output")
@@ -155,6 +150,8 @@ class AcpDialect:
             if status == "denied":
                 body["_meta"] = {"orion": {"status": "denied"}}
             return [body]
+        if kind == "plan":  # the agent's Task tools' list (sidecar/task_plan.py), whole each time as ACP asks
+            return [{"sessionUpdate": "plan", "entries": update.get("entries") or []}]
         if kind == "current_mode_update":
             return [{"sessionUpdate": "current_mode_update", "currentModeId": update["currentModeId"]}]
         if kind == "session_info_update":

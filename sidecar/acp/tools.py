@@ -106,21 +106,6 @@ def tool_content(name: str, tool_input: dict[str, Any], cwd: str | None = None) 
     return []
 
 
-def plan_entries(tool_input: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The agent's todo list (TodoWrite) as ACP plan entries; None when the input holds no list."""
-    todos = tool_input.get("todos")
-    if not isinstance(todos, list):
-        return None
-    entries = []
-    for todo in todos:
-        if not isinstance(todo, dict) or not isinstance(todo.get("content"), str):
-            continue
-        status = todo.get("status") if todo.get("status") in ("pending", "in_progress", "completed") else "pending"
-        priority = todo.get("priority") if todo.get("priority") in ("high", "medium", "low") else "medium"
-        entries.append({"content": todo["content"], "priority": priority, "status": status})
-    return entries
-
-
 def tool_call_fields(tool_use_id: str, name: str, tool_input: dict[str, Any], cwd: str | None = None) -> dict[str, Any]:
     """The ToolCall fields ACP shows for a call: id, title, kind, locations, diff content (paths absolute, relative
     ones taken from the session's directory `cwd`) and the raw input as the model wrote it."""
