@@ -161,6 +161,8 @@ class Session:
     current_model: str = "default"  # what the model picker shows: the session's model, or the one the user switched to
     end_lock: anyio.Lock = field(default_factory=anyio.Lock)
     hooks_ran_at_end: int = 0
+    turn_over: anyio.Event | None = None  # set when the running turn has answered
+    cancelling: bool = False  # the client cancelled the running turn, which is winding down
 
     def info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -777,9 +779,17 @@ class SessionManager:
         """Run one prompt; ``blocks`` (Claude content blocks, e.g. with images) replace ``text`` as what is sent.
         ``traceparent``: the client's trace context for this turn (hooks/tracing.py)."""
         session = self.live(session_id)
+        if session.state == "running" and session.cancelling and session.turn_over is not None:
+            # A client may prompt again right after session/cancel, before the cancelled turn has answered (ACP does
+            # not make it wait; acp-client does not): the new turn waits for that one instead of being refused.
+            with anyio.move_on_after(CANCEL_BUDGET_S):
+                await session.turn_over.wait()
+            session = self.live(session_id)
         if session.state == "running":
             raise SessionBusy(f"session {session_id} is already running a prompt", data={"sessionId": session_id})
         session.state = "running"
+        session.cancelling = False
+        session.turn_over = turn_over = anyio.Event()
         trace = session.context.state.get(TRACE_KEY)
         if trace is not None:
             trace.start_turn(text, traceparent)
@@ -802,6 +812,7 @@ class SessionManager:
         finally:
             if session.state == "running":
                 session.state = "idle"
+            turn_over.set()
             # A skill the agent invoked ran until the end of its turn (hooks/scoped.py).
             session.context.state.pop(skill_key(None), None)
             if trace is not None:
@@ -844,6 +855,7 @@ class SessionManager:
         session = self.get(session_id)
         if session.state != "running":
             return False
+        session.cancelling = True
         # A CLI that never answers the interrupt must not hold the frontend's call for the SDK's 60 s.
         with anyio.move_on_after(CANCEL_BUDGET_S):
             return bool(await session.agent.cancel())

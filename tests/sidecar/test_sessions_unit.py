@@ -1,4 +1,5 @@
-"""SessionManager without a CLI: prompts racing session/end, ending when the interrupt fails, a cancelled session/new."""
+"""SessionManager without a CLI: prompts racing session/end or a cancel, ending when the interrupt fails, a cancelled
+session/new."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import anyio
 import pytest
 
 from hooks.types import AggregateResult, SessionContext
-from ipc.errors import SessionNotFound
-from sidecar.sessions import Session, SessionManager, SessionSettings
+from ipc.errors import SessionBusy, SessionNotFound
+from sidecar.sessions import AFTER_TURN_EVENTS, Session, SessionManager, SessionSettings
 
 pytestmark = pytest.mark.asyncio
 
@@ -199,3 +200,64 @@ async def test_an_ended_session_is_let_go_and_still_listed(tmp_path: Path) -> No
     assert [(i["sessionId"], i["state"]) for i in manager.list()] == [("s1", "ended")]
     with pytest.raises(SessionNotFound):
         manager.get("s1")
+
+
+class TurnResult:
+    def __init__(self, stop_reason: str) -> None:
+        self.stop_reason, self.is_error, self.result_text = stop_reason, False, ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stopReason": self.stop_reason}
+
+
+class CancellableAgent:
+    """An agent whose first turn runs until it is interrupted and then winds down until the test lets it end."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+        self.started = anyio.Event()
+        self.interrupted = anyio.Event()
+        self.wound_down = anyio.Event()
+        self.config = type("Config", (), {"hook_events": AFTER_TURN_EVENTS})()  # nothing left for the sidecar to fire
+
+    async def prompt(self, text: str, blocks: Any = None) -> TurnResult:
+        self.prompts.append(text)
+        if len(self.prompts) > 1:
+            return TurnResult("end_turn")
+        self.started.set()
+        await self.interrupted.wait()
+        await self.wound_down.wait()
+        return TurnResult("cancelled")
+
+    async def cancel(self) -> bool:
+        self.interrupted.set()
+        return True
+
+
+async def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_turn_instead_of_being_refused(
+        tmp_path: Path) -> None:
+    """acp-client (and ACP's cancel) lets a client prompt again as soon as it has sent session/cancel: that prompt
+    runs once the cancelled turn has answered (it answered -31003 while the turn wound down). A prompt while a turn
+    runs that nobody cancelled is still refused."""
+    manager = make_manager(tmp_path)
+    runner, agent = FakeRunner(), CancellableAgent()
+    runner.hookset = None  # type: ignore[attr-defined]
+    add_session(manager, tmp_path, agent, runner)  # type: ignore[arg-type]
+    answers: dict[str, Any] = {}
+
+    async def ask(name: str, text: str) -> None:
+        answers[name] = await manager.prompt("s1", text)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, "cancelled", "wait a while")
+            await agent.started.wait()
+            with pytest.raises(SessionBusy):
+                await manager.prompt("s1", "too early")
+            assert await manager.cancel("s1")
+            tg.start_soon(ask, "next", "and now?")
+            await anyio.wait_all_tasks_blocked()
+            assert agent.prompts == ["wait a while"] and "next" not in answers  # waiting, not refused
+            agent.wound_down.set()
+    assert answers == {"cancelled": {"stopReason": "cancelled"}, "next": {"stopReason": "end_turn"}}
+    assert agent.prompts == ["wait a while", "and now?"]
