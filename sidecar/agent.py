@@ -144,6 +144,8 @@ class AgentConfig:
     sandbox: dict[str, Any] | None = None
     # The OS boundary the CLI starts inside (sidecar.boundary.Boundary; needs clean_env); None: none.
     boundary: Any = None
+    # Without a box: the model relay that keeps the credential out of the CLI (sidecar.model_credential.ModelRelay).
+    model_relay: Any = None
     # MCP servers the client brought (ACP `mcpServers`), in the SDK's shape: name -> {type, command|url, ...}.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     # The hook events the CLI calls back for; None: every event the SDK can deliver. An event no hook listens to
@@ -290,6 +292,7 @@ class AgentSession:
         self._commands_key: tuple[Any, ...] | None = None
         self._trace_usage: dict[str, Any] = {}  # the current model request's token usage, when tracing is on
         self._box: Any = None  # the open boundary (sidecar.boundary.Box) while the CLI runs inside it
+        self._relay: Any = None  # without a box: the open model relay (sidecar.model_credential.OpenRelay)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -307,6 +310,10 @@ class AgentSession:
         if self.config.boundary is not None and self._box is None:
             # The box's folder, argument file and relays exist before the CLI does (sidecar/boundary.py).
             self._box = await anyio.to_thread.run_sync(self.config.boundary.open)
+        elif self.config.model_relay is not None and self._relay is None:
+            # No box, and still no credential in the CLI: it reaches the model through the relay's socket.
+            self._relay = await anyio.to_thread.run_sync(self.config.model_relay.open)
+            self.config.env = {**self.config.env, "ANTHROPIC_UNIX_SOCKET": self._relay.socket}
         options = self.build_options()
         transport = None
         client = None
@@ -407,6 +414,9 @@ class AgentSession:
         box, self._box = self._box, None
         if box is not None:
             box.close()
+        relay, self._relay = self._relay, None
+        if relay is not None:
+            relay.close()
 
     def _system_prompt(self) -> Any:
         extra = (self.config.append_context or "").strip()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,67 @@ def withhold(env: dict[str, str]) -> Credential | None:
 
 def holds_credential(env: Mapping[str, str]) -> bool:
     return any(env.get(name) and env.get(name) != PLACEHOLDER for name in _HEADERS)
+
+
+@dataclass(slots=True, frozen=True)
+class _RelayPlan:
+    """What box_net.open_relays reads of a plan, for a relay that serves no box."""
+
+    model_endpoint: tuple[str, int]
+    model_tls: bool
+    allowed_hosts: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class ModelRelay:
+    """A session without an OS box still keeps the credential out of the CLI: the CLI reaches the model through a
+    unix socket in a private (0700) folder of the sidecar's, whose relay puts the credential in. Nothing the agent
+    runs can then read the key (its environment, the CLI's, a core dump); it can only use the model through the
+    socket, as the CLI does."""
+
+    endpoint: tuple[str, int]
+    tls: bool
+    credential: Credential = dataclasses.field(repr=False, compare=False)
+
+    def open(self) -> OpenRelay:
+        """Blocking (a folder and a listening socket): run it off the event loop."""
+        return OpenRelay(self)
+
+
+class OpenRelay:
+    def __init__(self, spec: ModelRelay) -> None:
+        import shutil
+
+        from sidecar import box_net
+        from sidecar.boundary import _private_tmp_dir, _sweep_once
+
+        _sweep_once()
+        self.dir = _private_tmp_dir()
+        try:
+            self.relays = box_net.open_relays(_RelayPlan(spec.endpoint, spec.tls), unix_dir=self.dir,
+                                              credential=spec.credential)
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        self.socket = str(self.relays.model_socket)
+
+    def close(self) -> None:
+        import shutil
+
+        self.relays.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def relay_without_a_box(env: dict[str, str]) -> ModelRelay | None:
+    """For a session the CLI runs without an OS box (`sandbox: "off"`, a machine without bubblewrap, macOS): the
+    credential out of `env` (in place, placeholders instead; an https model given as http) and the relay that puts
+    it back; None when there is nothing to hold back (as keep_outside) or no unix sockets (Windows)."""
+    if sys.platform == "win32":
+        return None
+    plan, credential = keep_outside(env, _RelayPlan(("", 0), False))
+    if credential is None:
+        return None
+    return ModelRelay(plan.model_endpoint, plan.model_tls, credential)
 
 
 def keep_outside(env: dict[str, str], plan: Any) -> tuple[Any, Credential | None]:

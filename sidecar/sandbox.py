@@ -49,6 +49,8 @@ class SandboxStatus:
     reason: str | None = None
     denied_write_paths: tuple[str, ...] = field(default_factory=tuple)
     boundary: Any = None  # sidecar.boundary.Boundary when enabled: what AgentSession starts the CLI inside
+    # Without a Linux box: the relay that keeps the model credential out of the CLI (sidecar/model_credential.py).
+    model_relay: Any = None
 
     def to_wire(self) -> dict[str, Any]:
         return {

@@ -597,6 +597,7 @@ class SessionManager:
             clean_env=True,
             sandbox=cli_settings(sandbox),
             boundary=sandbox.boundary,
+            model_relay=sandbox.model_relay,
             setting_sources=list(settings["sources"]),
             permission_mode=permission_mode,
             allowed_tools=list(request.allowed_tools or []),
@@ -991,6 +992,14 @@ def confine(
         if credential is not None:
             sandbox = dataclasses.replace(sandbox, boundary=dataclasses.replace(boundary, plan=plan,
                                                                                 credential=credential))
+    elif boundary is None:
+        # No box (sandbox off, no bubblewrap): the credential stays out of the CLI all the same. (macOS's Seatbelt
+        # box denies unix-socket connections but syslog's: the relay is not offered there yet.)
+        from sidecar.model_credential import relay_without_a_box
+
+        relay = relay_without_a_box(env)
+        if relay is not None:
+            sandbox = dataclasses.replace(sandbox, model_relay=relay)
     # Not CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1: on 2.1.330 it hides the model key from Bash but runs Bash in its own
     # bubblewrap profile with /tmp, /root and /home writable, undoing the sandbox (docs/SECURITY.md "Sandbox").
     env.pop("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", None)

@@ -214,6 +214,49 @@ async def test_the_api_key_never_enters_the_box(sidecar, tmp_path: Path) -> None
     assert holders >= 1
 
 
+async def test_without_a_box_the_key_stays_out_of_the_cli_too(sidecar, tmp_path: Path) -> None:
+    """`sandbox: "off"` (the app's choice; also a machine without bubblewrap): no box, and still the CLI holds only
+    a placeholder and reaches the model through the sidecar's relay on a private unix socket. The agent's command
+    finds the key in no environment, the CLI's included, and the gateway gets it."""
+    from sidecar.model_credential import PLACEHOLDER
+
+    key = "sk-ant-api03-nobox-test-0451-" + "w" * 40
+    probe = ("printf 'nobox-test-04%s' 51 > pattern.txt; echo ENV:; env | grep -c -f pattern.txt; echo PROCS:; "
+             "for f in /proc/[0-9]*/environ; do cat \"$f\" 2>/dev/null; echo; done | tr '\\0' '\\n' "
+             "| grep -c -f pattern.txt; echo SOCKET:; env | grep -c '^ANTHROPIC_UNIX_SOCKET='")
+    scenario = tmp_path / "gateway.json"
+    scenario.write_text(json.dumps({"turns": [[{"tool_use": {"name": "Bash", "input": {"command": probe,
+                                                                                      "description": "look"}}}],
+                                              ANSWER], "default": ANSWER, "side_reply": "Gateway chat"}))
+    log = tmp_path / "gateway-requests.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        async with sidecar(env={**OFFLINE, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": key}) as run:
+            new = await run.request("session/new", {"projectDir": str(run.project), "model": "claude-sonnet-4-5",
+                                                    "allowedTools": ["Bash"], "sandbox": "off"}, timeout=90.0)
+            assert new["sandbox"]["enabled"] is False
+            result = await run.prompt(new["sessionId"], "Look around.", timeout=90.0)
+            holders = cli_environs_holding(f"ANTHROPIC_API_KEY={PLACEHOLDER}")
+            holds_key = cli_environs_holding(f"ANTHROPIC_API_KEY={key}")
+            await run.end(new["sessionId"])
+            assert result["resultText"] == ANSWER
+            assert key not in every_word_of(run)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    sent = requests_sent(log)
+    assert sent and all(r["headers"]["x-api-key"] == key for r in sent)
+    output = json.dumps(sent[1]["body"]["messages"][-1])
+    # run as root here, the command could read the sidecar's own environment; a user's agent cannot (the sidecar
+    # is not dumpable: tests/security/test_private_process.py), so only the others are counted
+    assert "ENV:\\n0\\n" in output and "SOCKET:\\n1" in output, output
+    assert holders >= 1 and holds_key == 0
+
+
 @pytest.mark.parametrize("route", ["direct", "through the user's proxy"])
 async def test_an_https_model_gets_the_key_from_the_sidecar_over_verified_tls(sidecar, tmp_path: Path,
                                                                               route: str) -> None:
