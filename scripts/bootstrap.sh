@@ -64,8 +64,35 @@ if command -v npm >/dev/null 2>&1; then
     npm_install "$root/tests/acp/node" "the ACP TypeScript SDK for the protocol tests (tests/acp/node)"
     npm_install "$root/clients/typescript" "the TypeScript client's dependencies (clients/typescript)"
     npm_install "$root/bundle/tauri" "Tauri's CLI package for its config schema (bundle/tauri)"
+    npm_install "$root/tests/acp/third_party" "acpx, a third-party ACP client, and the Node 22 it runs on (tests/acp/third_party)"
 else
-    echo "[setup] warning: npm not found; the ACP TypeScript SDK test (tests/acp/test_node_sdk_client.py) and the TypeScript client's and the Tauri config's tests will fail" >&2
+    echo "[setup] warning: npm not found; the ACP TypeScript SDK test (tests/acp/test_node_sdk_client.py), acpx's (tests/acp/test_third_party_clients.py) and the TypeScript client's and the Tauri config's tests will fail" >&2
+fi
+# acpc, a third-party ACP client (tests/acp/test_third_party_clients.py), needs Python >= 3.12, which the project's
+# venv need not be: its own venv, .venv-acpc, pinned by acpc-requirements.txt and made again only when that changes.
+acpc_venv="$root/.venv-acpc"
+acpc_sum="$(sha256sum "$root/tests/acp/third_party/acpc-requirements.txt" | cut -c1-16)"
+if [ ! -f "$acpc_venv/.orion-installed" ] || [ "$(cat "$acpc_venv/.orion-installed")" != "$acpc_sum" ]; then
+    acpc_py=""
+    for candidate in "${ACPC_PYTHON:-}" python3.14 python3.13 python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python; do
+        if [ -n "$candidate" ] && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
+            acpc_py="$candidate"
+            break
+        fi
+    done
+    if [ -z "$acpc_py" ]; then
+        echo "[setup] warning: no Python >= 3.12 found (set ACPC_PYTHON); the acpc client's test will fail" >&2
+    else
+        echo "[setup] installing acpc, a third-party ACP client, in $acpc_venv (Python >= 3.12)" >&2
+        rm -rf "$acpc_venv"
+        if "$acpc_py" -m venv "$acpc_venv" >&2 \
+            && "$acpc_venv/bin/python" -m pip install --disable-pip-version-check -q \
+                -r "$root/tests/acp/third_party/acpc-requirements.txt" >&2; then
+            echo "$acpc_sum" > "$acpc_venv/.orion-installed"
+        else
+            echo "[setup] warning: could not install acpc; the acpc client's test will fail" >&2
+        fi
+    fi
 fi
 # Build the CLI's shield ahead of the first session (cached per machine; a session builds it itself otherwise).
 if [ "$(uname -s)" = Linux ]; then
