@@ -21,6 +21,7 @@ Layout inside the box (Linux; the same rules in Seatbelt terms on macOS):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -132,6 +133,9 @@ class BoxPlan:
     hidden_dirs: tuple[str, ...]
     hidden_files: tuple[str, ...]
     create_dirs: tuple[str, ...] = ()  # writable dirs to create before the start (a mount point must exist)
+    # Read-only places that must exist to be bound: a repository's `.git/hooks` the project lacks (git runs what
+    # appears there for the user later, outside any box). Made empty (0755) before the start, as git init would.
+    read_only_dirs_to_make: tuple[str, ...] = ()
     # The model endpoint when it is on loopback (host, port): the CLI inside reaches it over a unix socket
     # (ANTHROPIC_UNIX_SOCKET), which the sidecar splices to it. Elsewhere the model goes through the egress proxy.
     model_endpoint: tuple[str, int] | None = None
@@ -315,9 +319,13 @@ def plan(
     workspace = [project_dir, *dict.fromkeys(_resolved(r) for r in roots)]
     writable = [*workspace, *(_resolved(p) for p in extra)]
     read_only = []
+    make_read_only: list[str] = []
     for root in workspace:
         read_only += [os.path.join(root, name) for name in PROJECT_READ_ONLY]
         read_only += _git_code_paths(root) + _secret_files(root)
+        git_dir = os.path.join(root, ".git")
+        if os.path.isdir(git_dir) and not os.path.islink(git_dir) and not os.path.lexists(os.path.join(git_dir, "hooks")):
+            make_read_only.append(os.path.join(git_dir, "hooks"))
     create: list[str] = []
     why: dict[str, str] = {}
     for path in orion:
@@ -364,13 +372,15 @@ def plan(
     hidden = {p: w for p, w in why.items() if p != "/" and p not in writable and _kind(p) is not None
               and not _covered(p, why, writable)}
     read_only = [p for p in dict.fromkeys(_resolved(p) for p in read_only)
-                 if _kind(p) is not None and any(_under(p, w) for w in writable) and p not in writable]
+                 if (_kind(p) is not None or p in make_read_only) and any(_under(p, w) for w in writable)
+                 and p not in writable]
     endpoint, hosts = _network(cli_env, settings)
     return BoxPlan(
         project=project_dir, writable=tuple(writable), read_only=tuple(read_only),
         hidden_dirs=tuple(p for p in hidden if _kind(p) == "dir"),
         hidden_files=tuple(p for p in hidden if _kind(p) == "file"),
-        create_dirs=tuple(create), model_endpoint=endpoint, allowed_hosts=hosts, hidden_why=hidden)
+        create_dirs=tuple(create), read_only_dirs_to_make=tuple(p for p in make_read_only if p in read_only),
+        model_endpoint=endpoint, allowed_hosts=hosts, hidden_why=hidden)
 
 
 def _covered(path: str, hidden: Mapping[str, str], writable: Iterable[str]) -> bool:
@@ -504,6 +514,8 @@ class Box:
         try:
             for path in plan.create_dirs:
                 os.makedirs(path, mode=0o700, exist_ok=True)
+            for path in plan.read_only_dirs_to_make:
+                _make_inside(path)
             if boundary.platform == "linux":
                 empty = os.path.join(box.dir, "empty")
                 os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400))
@@ -535,6 +547,8 @@ class Box:
         try:
             for path in boundary.plan.create_dirs:
                 os.makedirs(path, mode=0o700, exist_ok=True)
+            for path in boundary.plan.read_only_dirs_to_make:
+                _make_inside(path)
             empty = os.path.join(box.dir, "empty")
             os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400))
             net = os.path.join(box.dir, "net")
@@ -580,6 +594,21 @@ def _box_base() -> str:
     socket paths pass through a shell word list)."""
     base = tempfile.gettempdir()
     return "/tmp" if len(base) > 40 or any(c.isspace() for c in base) else base
+
+
+def _make_inside(path: str) -> None:
+    """An empty folder at `path` (0755), inside its parent as it is now: never through a link swapped in for the
+    parent since the plan (the parent is opened without following one)."""
+    parent, name = os.path.split(path)
+    try:
+        fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return  # gone or now a link: nothing made; bwrap then fails to bind it and the session says why
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o755, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def _private_tmp_dir() -> str:

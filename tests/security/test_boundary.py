@@ -354,3 +354,35 @@ def test_a_project_entry_swapped_for_a_link_after_the_plan_reveals_nothing(tmp_p
         finally:
             box.close()
     assert "probe-done" in done.stdout and CANARY not in done.stdout + done.stderr, (done.stdout, done.stderr)
+
+
+def test_a_repository_without_a_hooks_folder_gets_no_git_hook_planted(tmp_path: Path) -> None:
+    """A `.git` without `hooks/` (a repository some tools create, or one whose hooks were removed): the agent could
+    create `.git/hooks/pre-commit`, which git runs for the user later, outside any box. The box binds an empty
+    read-only `.git/hooks` it makes first (as git init would), so the write fails; git itself still works."""
+    from sidecar import sandbox as box_sandbox
+    from sidecar.agent import CLI_EXEC
+
+    project = tmp_path / "project"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    __import__("shutil").rmtree(project / ".git" / "hooks")
+    data = tmp_path / "data"
+    cli_home = data / "cli-home" / "s"
+    (cli_home / ".claude").mkdir(parents=True)
+    env = {"HOME": str(cli_home), "CLAUDE_CONFIG_DIR": str(cli_home / ".claude"), "PATH": os.environ["PATH"]}
+    status = box_sandbox.decide("auto", os.environ["PATH"], (), project=project, cli_env=env, orion_dirs=[data])
+    if not status.enabled:
+        pytest.skip(status.reason or "no OS boundary here")
+    assert str(project.resolve() / ".git" / "hooks") in status.boundary.plan.read_only
+    box = status.boundary.open()
+    try:
+        launch = {**os.environ, **box.launch_env(), "ORION_CLI_EXEC_REAL": "/bin/sh", "ORION_CLI_ENV_KEEP": "PATH"}
+        script = ("printf '#!/bin/sh\\necho planted\\n' > .git/hooks/pre-commit 2>/dev/null && echo hook-written; "
+                  "git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && echo committed; echo probe-done")
+        done = subprocess.run([str(CLI_EXEC), "-c", script], env=launch, cwd=project, capture_output=True, text=True,
+                              timeout=30)
+    finally:
+        box.close()
+    assert "probe-done" in done.stdout and "committed" in done.stdout, (done.stdout, done.stderr)
+    assert "hook-written" not in done.stdout and not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert (project / ".git" / "hooks").is_dir() and list((project / ".git" / "hooks").iterdir()) == []
