@@ -322,10 +322,17 @@ def plan(
     make_read_only: list[str] = []
     for root in workspace:
         read_only += [os.path.join(root, name) for name in PROJECT_READ_ONLY]
-        read_only += _git_code_paths(root) + _secret_files(root)
+        git_code = _git_code_paths(root)
+        read_only += git_code + _secret_files(root)
         git_dir = os.path.join(root, ".git")
-        if os.path.isdir(git_dir) and not os.path.islink(git_dir) and not os.path.lexists(os.path.join(git_dir, "hooks")):
-            make_read_only.append(os.path.join(git_dir, "hooks"))
+        if os.path.isdir(git_dir) and not os.path.islink(git_dir):
+            # Where git looks for hooks but finds no folder (a repository made without one; a `core.hooksPath`
+            # whose folder is not there yet): made empty first, else the agent could put hooks there.
+            for hooks in [os.path.join(git_dir, "hooks"), *git_code]:
+                parent = os.path.dirname(hooks)
+                if (not os.path.lexists(hooks) and os.path.isdir(parent) and not os.path.islink(parent)
+                        and _under(os.path.realpath(parent), root)):
+                    make_read_only.append(_resolved(hooks))
     create: list[str] = []
     why: dict[str, str] = {}
     for path in orion:

@@ -366,6 +366,9 @@ def test_a_repository_without_a_hooks_folder_gets_no_git_hook_planted(tmp_path: 
     project = tmp_path / "project"
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     __import__("shutil").rmtree(project / ".git" / "hooks")
+    # husky's layout before its install ran: core.hooksPath names a folder that is not there yet
+    subprocess.run(["git", "-C", str(project), "config", "core.hooksPath", ".husky/_"], check=True)
+    (project / ".husky").mkdir()
     data = tmp_path / "data"
     cli_home = data / "cli-home" / "s"
     (cli_home / ".claude").mkdir(parents=True)
@@ -378,6 +381,7 @@ def test_a_repository_without_a_hooks_folder_gets_no_git_hook_planted(tmp_path: 
     try:
         launch = {**os.environ, **box.launch_env(), "ORION_CLI_EXEC_REAL": "/bin/sh", "ORION_CLI_ENV_KEEP": "PATH"}
         script = ("printf '#!/bin/sh\\necho planted\\n' > .git/hooks/pre-commit 2>/dev/null && echo hook-written; "
+                  "printf '#!/bin/sh\\necho planted\\n' > .husky/_/pre-commit 2>/dev/null && echo husky-written; "
                   "git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && echo committed; echo probe-done")
         done = subprocess.run([str(CLI_EXEC), "-c", script], env=launch, cwd=project, capture_output=True, text=True,
                               timeout=30)
@@ -385,4 +389,5 @@ def test_a_repository_without_a_hooks_folder_gets_no_git_hook_planted(tmp_path: 
         box.close()
     assert "probe-done" in done.stdout and "committed" in done.stdout, (done.stdout, done.stderr)
     assert "hook-written" not in done.stdout and not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert "husky-written" not in done.stdout and not (project / ".husky" / "_" / "pre-commit").exists()
     assert (project / ".git" / "hooks").is_dir() and list((project / ".git" / "hooks").iterdir()) == []
