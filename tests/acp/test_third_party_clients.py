@@ -34,7 +34,22 @@ import pytest
 from tests.acp.conftest import child_env
 from tests.acp.test_python_sdk_client import model_requests
 from tests.acp.third_party.wire_schema import Wire, read_wire
-from tests.e2e.conftest import REPO_ROOT, copy_project
+from tests.e2e.conftest import REPO_ROOT, copy_project, standalone_model
+
+
+def cancelled(waiting: subprocess.Popen[str], wire_log: Path, cancel: Callable[[], None]) -> tuple[str, str, float]:
+    """Once the client allowed the scenario's long Bash call, `cancel()` it the client's way and wait for the client
+    to end: (its stdout, its stderr, seconds from the cancel to its end)."""
+    try:
+        wait_for("the long Bash call to be allowed", lambda: permission_answered(wire_log, "sleep 60"))
+        cancel()
+        started = time.monotonic()
+        out, err = waiting.communicate(timeout=60)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait()
+    return out, err, time.monotonic() - started
 
 
 def full_session(test: Callable[..., Any]) -> Callable[..., Any]:
@@ -239,17 +254,13 @@ def test_acpx_through_a_full_session(tmp_path: Path) -> None:
         assert NOTED in question.stdout and "AskUserQuestion" in question.stdout, question.stdout
 
         waiting = acpx.start("prompt", "wait a while")
-        try:
-            wait_for("the long Bash call to be allowed", lambda: permission_answered(wire_log, "sleep 60"))
+
+        def cancel() -> None:
             assert "cancel requested" in acpx.run("cancel").stdout
-            started = time.monotonic()
-            out, err = waiting.communicate(timeout=60)
-        finally:
-            if waiting.poll() is None:
-                waiting.kill()
-                waiting.wait()
+
+        out, err, took = cancelled(waiting, wire_log, cancel)
         assert waiting.returncode == 0 and "[done] cancelled" in out, (out, err)
-        assert time.monotonic() - started < 30  # the 60 s sleep did not run out
+        assert took < 30  # the 60 s sleep did not run out
 
         assert READY in acpx.run("prompt", "and now?").stdout
 
@@ -286,17 +297,8 @@ def test_acpx_through_a_full_session(tmp_path: Path) -> None:
 def gateway(tmp_path: Path) -> Any:
     """session.yaml served by the scripted model server on its own, as a Messages API gateway: its URL and log."""
     log = tmp_path / "gateway-requests.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(SCENARIO), "--log", str(log)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), cwd=REPO_ROOT)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else url
+    with standalone_model(SCENARIO, log) as url:
         yield url, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @full_session
@@ -344,17 +346,9 @@ def test_acpc_through_a_full_session(tmp_path: Path, gateway: Any) -> None:
 
     waiting = subprocess.Popen(acpc("-s", sid, "wait a while"), env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=project)
-    try:
-        wait_for("the long Bash call to be allowed", lambda: permission_answered(wire_log, "sleep 60"))
-        waiting.send_signal(signal.SIGINT)
-        started = time.monotonic()
-        out, err = waiting.communicate(timeout=60)
-    finally:
-        if waiting.poll() is None:
-            waiting.kill()
-            waiting.wait()
+    out, err, took = cancelled(waiting, wire_log, lambda: waiting.send_signal(signal.SIGINT))
     assert waiting.returncode == 130, (waiting.returncode, out, err)  # acpc's exit code for a `cancelled` turn
-    assert time.monotonic() - started < 30
+    assert took < 30
 
     assert run("-s", sid, "and now?").stdout.endswith(READY)
     recalled = run("-s", sid, "what did we do so far?")

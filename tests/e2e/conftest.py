@@ -6,8 +6,8 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -37,6 +37,25 @@ def scenario_model(name: str) -> str:
     path = SCENARIOS / f"{name}.yaml"
     assert path.is_file(), path
     return f"scripted:{path}"
+
+
+@contextmanager
+def standalone_model(scenario: Path, log: Path) -> Iterator[str]:
+    """`python -m sidecar.scripted_model` serving `scenario` on its own, as a Messages API gateway would (every
+    request appended to `log`): its URL. Stopped on the way out."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else url
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def copy_project(name: str, dest_root: Path) -> Path:

@@ -12,8 +12,6 @@ import contextlib
 import json
 import os
 import stat
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from typing import Any
 import pytest
 
 from ipc.errors import AUTH_REQUIRED, RemoteError
-from tests.e2e.conftest import REPO_ROOT
+from tests.e2e.conftest import standalone_model
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 
@@ -43,21 +41,20 @@ def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def gateway(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A local Messages API (the scripted model server, run standalone): its URL and its request log."""
+    with scripted_gateway(tmp_path) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def scripted_gateway(tmp_path: Path, probe: str | None = None) -> Iterator[tuple[str, Path]]:
+    """The scripted model server on 127.0.0.1, answering ANSWER (after having the agent run the Bash `probe`, when
+    given): its URL and its request log."""
+    first = [[{"tool_use": {"name": "Bash", "input": {"command": probe, "description": "look"}}}]] if probe else []
     scenario = tmp_path / "gateway.json"
-    scenario.write_text(json.dumps({"turns": [ANSWER], "default": ANSWER, "side_reply": "Gateway chat"}))
+    scenario.write_text(json.dumps({"turns": [*first, ANSWER], "default": ANSWER, "side_reply": "Gateway chat"}))
     log = tmp_path / "gateway-requests.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT,
-                            start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else url
+    with standalone_model(scenario, log) as url:
         yield url, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def requests_sent(log: Path) -> list[dict[str, Any]]:
@@ -181,17 +178,7 @@ async def test_the_api_key_never_enters_the_box(sidecar, tmp_path: Path) -> None
              "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat \"$f\" 2>/dev/null; echo; done "
              "| tr '\\0' '\\n' | grep -c -f /tmp/pattern; echo CLI:; "
              "cat /proc/1/environ >/dev/null 2>&1 && echo readable || echo refused")
-    scenario = tmp_path / "gateway.json"
-    scenario.write_text(json.dumps({"turns": [[{"tool_use": {"name": "Bash", "input": {"command": probe,
-                                                                                      "description": "look"}}}],
-                                              ANSWER], "default": ANSWER, "side_reply": "Gateway chat"}))
-    log = tmp_path / "gateway-requests.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
-                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+    with scripted_gateway(tmp_path, probe) as (url, log):
         env = {**OFFLINE, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": key}
         async with sidecar(env=env) as run:
             new = await run.request("session/new", {"projectDir": str(run.project), "model": "claude-sonnet-4-5",
@@ -202,9 +189,6 @@ async def test_the_api_key_never_enters_the_box(sidecar, tmp_path: Path) -> None
             await run.end(new["sessionId"])
             assert result["resultText"] == ANSWER
             assert key not in every_word_of(run)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
     sent = requests_sent(log)
     assert sent and all(r["headers"]["x-api-key"] == key for r in sent)  # the model got the real key
     output = json.dumps(sent[1]["body"]["messages"][-1])
@@ -224,17 +208,7 @@ async def test_without_a_box_the_key_stays_out_of_the_cli_too(sidecar, tmp_path:
     probe = ("printf 'nobox-test-04%s' 51 > pattern.txt; echo ENV:; env | grep -c -f pattern.txt; echo PROCS:; "
              "for f in /proc/[0-9]*/environ; do cat \"$f\" 2>/dev/null; echo; done | tr '\\0' '\\n' "
              "| grep -c -f pattern.txt; echo SOCKET:; env | grep -c '^ANTHROPIC_UNIX_SOCKET='")
-    scenario = tmp_path / "gateway.json"
-    scenario.write_text(json.dumps({"turns": [[{"tool_use": {"name": "Bash", "input": {"command": probe,
-                                                                                      "description": "look"}}}],
-                                              ANSWER], "default": ANSWER, "side_reply": "Gateway chat"}))
-    log = tmp_path / "gateway-requests.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
-                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+    with scripted_gateway(tmp_path, probe) as (url, log):
         async with sidecar(env={**OFFLINE, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": key}) as run:
             new = await run.request("session/new", {"projectDir": str(run.project), "model": "claude-sonnet-4-5",
                                                     "allowedTools": ["Bash"], "sandbox": "off"}, timeout=90.0)
@@ -245,9 +219,6 @@ async def test_without_a_box_the_key_stays_out_of_the_cli_too(sidecar, tmp_path:
             await run.end(new["sessionId"])
             assert result["resultText"] == ANSWER
             assert key not in every_word_of(run)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
     sent = requests_sent(log)
     assert sent and all(r["headers"]["x-api-key"] == key for r in sent)
     output = json.dumps(sent[1]["body"]["messages"][-1])
@@ -271,7 +242,7 @@ async def test_an_https_model_gets_the_key_from_the_sidecar_over_verified_tls(si
     if backend_problem(os.environ.get("PATH")) is not None:
         pytest.skip("no OS boundary on this machine (bubblewrap missing)")
     key = "sk-ant-api03-tls-test-0451-" + "y" * 40
-    with plain_gateway(tmp_path) as (url, log):
+    with scripted_gateway(tmp_path) as (url, log):
         target = ("127.0.0.1", int(url.rsplit(":", 1)[1]))
         with tls_model(target, tmp_path, names=("127.0.0.1", "model.test")) as (port, ca_file, seen), \
                 connect_proxy(("127.0.0.1", port)) as (proxy_port, proxy_seen):
@@ -315,7 +286,7 @@ async def test_an_https_model_whose_certificate_is_not_trusted_never_gets_the_ke
     if backend_problem(os.environ.get("PATH")) is not None:
         pytest.skip("no OS boundary on this machine (bubblewrap missing)")
     key = "sk-ant-api03-tls-untrusted-" + "z" * 40
-    with plain_gateway(tmp_path) as (url, log):
+    with scripted_gateway(tmp_path) as (url, log):
         target = ("127.0.0.1", int(url.rsplit(":", 1)[1]))
         with tls_model(target, tmp_path) as (port, _ca_file, seen):
             env = {**OFFLINE, "ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": f"https://127.0.0.1:{port}",
@@ -331,23 +302,6 @@ async def test_an_https_model_whose_certificate_is_not_trusted_never_gets_the_ke
                 assert key not in every_word_of(run)
     assert requests_sent(log) == [] and seen.handshakes == 0 and seen.refused >= 1
     assert "could not be reached over TLS" in stderr and "CERTIFICATE_VERIFY_FAILED" in stderr
-
-
-@contextlib.contextmanager
-def plain_gateway(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """The scripted model server on 127.0.0.1 answering ANSWER: its URL and its request log."""
-    scenario = tmp_path / "gateway.json"
-    scenario.write_text(json.dumps({"turns": [ANSWER], "default": ANSWER, "side_reply": "Gateway chat"}))
-    log = tmp_path / "gateway-requests.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "sidecar.scripted_model", str(scenario), "--log", str(log)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
-                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().strip(), log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def cli_environs_holding(entry: str) -> int:
