@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import os
@@ -116,6 +117,8 @@ class GuardPaths:
     home: str
     project: str
     orion_dirs: tuple[tuple[str, str], ...]  # (directory, what it is)
+    real_home: str = ""  # home and project with their links followed: what a resolved path is compared with
+    real_project: str = ""
 
     @classmethod
     def for_call(cls, project_dir: Any, data_dir: Any, transcript_path: Any) -> GuardPaths:
@@ -159,7 +162,36 @@ class GuardPaths:
         return None
 
     def write_verdict(self, full: str, content: str | None = None) -> tuple[str, str] | None:
-        """("deny"|"ask", why) for changing the file `full` (normalised), or None when the guard has nothing to say."""
+        """("deny"|"ask", why) for changing the file `full` (normalised), or None when the guard has nothing to say.
+
+        The path is judged as written and as the file system resolves it (its links followed: `linked.txt` ->
+        `.env`, `up/…` -> `~/.config/orion/`), the stricter verdict winning: a link cannot turn a denied place into
+        an allowed one. The OS boundary is what enforces this (a link swapped in after the check meets it); the
+        guard says why, and says it for links made before the call."""
+        written = self._verdict(full, content)
+        if written is not None and written[0] == "deny":
+            return written
+        resolved = _resolved(full)
+        if resolved == full:
+            return written
+        real = self if (self.real_home in ("", self.home) and self.real_project in ("", self.project)) else \
+            dataclasses.replace(self, home=self.real_home or self.home, project=self.real_project or self.project)
+        through = real._verdict(resolved, content)
+        if through is None or (written is not None and through[0] == written[0]):
+            return written
+        return through[0], f"{full} leads to {resolved}: {through[1]}"
+
+    def read_reason(self, full: str) -> str | None:
+        """Why what `full` holds must not leave (a secret, Orion's own state), as written or through its links."""
+        why = secret_reason(full, self.home) or self.orion_reason(full)
+        if why is None:
+            resolved = _resolved(full)
+            if resolved != full:
+                found = secret_reason(resolved, self.real_home or self.home) or self.orion_reason(resolved)
+                why = f"{full} leads to {resolved}: {found}" if found else None
+        return why
+
+    def _verdict(self, full: str, content: str | None) -> tuple[str, str] | None:
         if full.startswith(HARMLESS_DEVICES):
             return None
         why = self.orion_reason(full)
@@ -181,6 +213,14 @@ class GuardPaths:
         return None
 
 
+def _resolved(full: str) -> str:
+    """`full` with every link in it followed (what exists of it; the rest as written)."""
+    try:
+        return os.path.realpath(full)
+    except (OSError, ValueError):
+        return full
+
+
 @functools.lru_cache(maxsize=64)
 def _for_call(key: tuple[str | None, ...]) -> GuardPaths:
     return _compute(str(key[-3]), str(key[-2]), str(key[-1]))
@@ -197,8 +237,9 @@ def _compute(project_dir: str, data_dir: str, config_dir: str) -> GuardPaths:
     def add(path: Any, what: str) -> None:
         if path:
             full = posixpath.normpath(os.path.expanduser(str(path)))
-            if full not in ("/", home) and all(d != full for d, _ in dirs):
-                dirs.append((full, what))
+            for spelling in (full, _resolved(full)):  # a path resolved through links meets the real place too
+                if spelling not in ("/", home) and all(d != spelling for d, _ in dirs):
+                    dirs.append((spelling, what))
 
     add(orion_paths.data_dir(), "Orion's data directory (trust, memory, tracking)")
     add(data_dir, "Orion's data directory (trust, memory, tracking)")
@@ -209,4 +250,5 @@ def _compute(project_dir: str, data_dir: str, config_dir: str) -> GuardPaths:
     # <config dir>/projects/<project>/<session>.jsonl: the session's own Claude config dir.
     add(config_dir, "this session's Claude configuration directory")
     project = posixpath.normpath(str(project_dir)) if project_dir else ""
-    return GuardPaths(home=home, project=project, orion_dirs=tuple(dirs))
+    return GuardPaths(home=home, project=project, orion_dirs=tuple(dirs),
+                      real_home=_resolved(home), real_project=_resolved(project) if project else "")

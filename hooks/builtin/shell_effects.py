@@ -241,9 +241,10 @@ def _read(word: Word, scope: Scope) -> str | None:
     if value is None or value.startswith("-"):
         return None
     full = _resolve(value, scope)
-    why = secret_reason(full or "/" + value.lstrip("/"), scope.paths.home)
-    if why is None and full is not None:
-        why = scope.paths.orion_reason(full)
+    if full is None:
+        why = secret_reason("/" + value.lstrip("/"), scope.paths.home)
+    else:
+        why = scope.paths.read_reason(full)
     return f"{value}: {why}" if why else None
 
 
