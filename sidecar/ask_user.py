@@ -81,3 +81,8 @@ def answers_from(tool_input: dict[str, Any], content: Any) -> dict[str, str] | N
 def client_offers_forms(client_capabilities: Any) -> bool:
     elicitation = client_capabilities.get("elicitation") if isinstance(client_capabilities, dict) else None
     return isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict)
+
+
+def client_offers_urls(client_capabilities: Any) -> bool:
+    elicitation = client_capabilities.get("elicitation") if isinstance(client_capabilities, dict) else None
+    return isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict)

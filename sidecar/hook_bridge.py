@@ -128,7 +128,8 @@ class RunnerBridge:
         """An MCP server's elicitation, handed to the host by the CLI: the Elicitation hooks decide first, with the
         CLI's input; an answer of theirs ("accept" with its content, "decline", "cancel") goes back to the server,
         and the CLI's ElicitationResult callback that follows is not run again for it (in Claude Code a hook's answer
-        is final). Without one, nobody here can ask the user yet: "cancel"."""
+        is final). Without one, the ACP client's user answers when it shows forms (or opens a URL, for a "url" one);
+        otherwise nobody can: "cancel"."""
         from sidecar.sessions import sidecar_payload
 
         fields = {key: request[key] for key in ("mcp_server_name", "message", "mode", "url", "elicitation_id",
@@ -138,7 +139,9 @@ class RunnerBridge:
         agg = await self.runner.fire("Elicitation", payload, self.session)
         action = agg.specific.get("action")
         if action not in ("accept", "decline", "cancel"):
-            return {"action": "cancel"}
+            # No hook answered: the user does, where the client shows forms (Claude Code asks its user here too);
+            # the CLI's ElicitationResult hooks then run on that answer, as after Claude Code's own dialog.
+            return await self.broker.elicit(fields)
         self.session.state[ELICITATION_ANSWERED] = request.get("mcp_server_name")
         answer: dict[str, Any] = {"action": action}
         if action == "accept" and isinstance(agg.specific.get("content"), dict):

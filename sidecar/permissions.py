@@ -53,6 +53,7 @@ class PermissionBroker:
     approved_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The client shows forms (ACP `elicitation/create`): AskUserQuestion goes to it as one (sidecar/ask_user.py).
     forms: bool = False
+    urls: bool = False  # the client opens URLs for an elicitation (`elicitation.url`)
 
     def approve_call(self, tool_use_id: str | None, tool_input: dict[str, Any]) -> None:
         """The user allowed this call when a hook asked: the CLI's own permission check for it is answered yes
@@ -122,6 +123,39 @@ class PermissionBroker:
         if isinstance(outcome, dict) and outcome.get("outcome") == "selected" and option in PLAN_MODES:
             return PermissionAnswer(True, set_mode=PLAN_MODES[option])
         return PermissionAnswer(False, message=PLAN_REJECTED)
+
+    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An MCP server's question (the CLI's elicitation, `request` in its keys) put to the client's user as ACP's
+        `elicitation/create`; the client's `{action, content}` is the answer. "cancel" when the client shows no
+        forms (or no URLs, for a "url" one), the question is malformed, or the client fails or does not answer."""
+        mode = request.get("mode") or "form"
+        message = request.get("message") if isinstance(request.get("message"), str) else ""
+        params: dict[str, Any] = {"sessionId": self.session_id, "mode": mode, "message": message[:4000]}
+        if mode == "form" and self.forms and isinstance(request.get("requested_schema"), dict):
+            params["requestedSchema"] = request["requested_schema"]
+        elif mode == "url" and self.urls and isinstance(request.get("url"), str):
+            from urllib.parse import urlsplit
+
+            if urlsplit(request["url"]).scheme not in ("https", "http"):
+                return {"action": "cancel"}  # a client opens what it is given: only web addresses
+            params["url"] = request["url"]
+            params["elicitationId"] = str(request.get("elicitation_id") or "")
+        else:
+            return {"action": "cancel"}
+        try:
+            answer = await self.request("elicitation/create", params, self.timeout_s)
+        except Exception as exc:  # noqa: BLE001 - timed out, refused, the client gone: nobody answered
+            log.warning("elicitation from %s: the client did not answer (%s)", request.get("mcp_server_name"), exc)
+            return {"action": "cancel"}
+        if hasattr(answer, "model_dump"):
+            answer = answer.model_dump(by_alias=True)
+        action = answer.get("action") if isinstance(answer, dict) else None
+        if action not in ("accept", "decline", "cancel"):
+            return {"action": "cancel"}
+        out: dict[str, Any] = {"action": action}
+        if action == "accept" and isinstance(answer.get("content"), dict):
+            out["content"] = answer["content"]
+        return out
 
     async def _ask_user(self, tool_input: dict[str, Any], form: dict[str, Any]) -> PermissionAnswer:
         """The model's questions as a form; the answers go back in the allowed input, as Claude Code's own dialog

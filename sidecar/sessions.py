@@ -555,9 +555,10 @@ class SessionManager:
                                   lambda: runner.hookset.entries)
         broker = PermissionBroker(sid, self._request, self.settings.permission_timeout_s)
         if client_capabilities:  # an ACP client that shows forms gets the model's questions as one
-            from sidecar.ask_user import client_offers_forms
+            from sidecar.ask_user import client_offers_forms, client_offers_urls
 
             broker.forms = client_offers_forms(client_capabilities)
+            broker.urls = client_offers_urls(client_capabilities)
         bridge = RunnerBridge(runner, context, broker)
 
         async def on_update(update: dict[str, Any]) -> None:
