@@ -194,7 +194,7 @@ async def _relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_
                  up_writer: asyncio.StreamWriter, credential: Credential) -> None:
     inbound, outbound = h11.Connection(h11.SERVER), h11.Connection(h11.CLIENT)
     while True:
-        request = await _next(inbound, reader)
+        request = await _next_request(inbound, reader, up_reader)
         if not isinstance(request, h11.Request):
             return
         headers = [(name, credential.value_for(name, value)) for name, value in request.headers]
@@ -219,6 +219,25 @@ async def _relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_
             return
         inbound.start_next_cycle()
         outbound.start_next_cycle()
+
+
+async def _next_request(inbound: h11.Connection, reader: asyncio.StreamReader,
+                        up_reader: asyncio.StreamReader) -> object:
+    """The CLI's next request; ConnectionClosed instead when the model closes the idle connection first (a server's
+    keep-alive timeout) or says anything unasked. The CLI's side is then closed too, as a direct connection would be,
+    so its HTTP client opens a new one for its next request instead of sending it into a dead one."""
+    following = asyncio.ensure_future(_next(inbound, reader))
+    upstream = asyncio.ensure_future(up_reader.read(1))
+    try:
+        await asyncio.wait({following, upstream}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (following, upstream):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(following, upstream, return_exceptions=True)
+    if upstream.done() and not upstream.cancelled():
+        return h11.ConnectionClosed()  # closed (b"") or spoke out of turn: this connection is over
+    return following.result()
 
 
 async def _body(source: h11.Connection, stream: asyncio.StreamReader, target: h11.Connection,

@@ -143,3 +143,61 @@ async def test_two_requests_on_one_connection_get_the_real_credential_and_stream
     assert bodies == [b"event: a\n\nevent: b\n\n"] * 2
     keys = [dict(headers)[b"x-api-key"] for headers in seen]
     assert keys == [b"sk-real-0451", b"sk-the-cli-made-up"]  # only the placeholder is replaced
+
+
+@pytest.mark.asyncio
+async def test_a_model_closing_an_idle_connection_closes_the_clis_too() -> None:
+    """A model server closes a kept-alive connection after its idle timeout: the relay closes the CLI's side of it
+    as well, so the CLI's next request goes on a new connection (as through a plain tunnel) instead of into a dead
+    one. A request the CLI sends while the model's side is open still goes through."""
+    async def model(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                try:
+                    data = await asyncio.wait_for(reader.read(65536), 0.3)  # its keep-alive timeout
+                except asyncio.TimeoutError:
+                    break
+                conn.receive_data(data)
+                if not data:
+                    break
+            elif isinstance(event, h11.EndOfMessage):
+                writer.write(conn.send(h11.Response(status_code=200, headers=[("content-length", "2")])))
+                writer.write(conn.send(h11.Data(data=b"ok")) + conn.send(h11.EndOfMessage()))
+                await writer.drain()
+                conn.start_next_cycle()
+        writer.close()
+
+    credential = withhold({"ANTHROPIC_API_KEY": "sk-real-0451"})
+    assert credential is not None
+    upstream = await asyncio.start_server(model, "127.0.0.1", 0)
+    port = upstream.sockets[0].getsockname()[1]
+
+    async def box_side(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            await relay(reader, writer, *up, credential)
+        finally:
+            up[1].close()
+            writer.close()
+
+    relay_server = await asyncio.start_server(box_side, "127.0.0.1", 0)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", relay_server.sockets[0].getsockname()[1])
+        client = h11.Connection(h11.CLIENT)
+        for _ in range(2):  # two requests inside the keep-alive window: one connection serves both
+            writer.write(client.send(h11.Request(method="POST", target="/v1/messages", headers=[
+                ("host", "127.0.0.1"), ("x-api-key", PLACEHOLDER), ("content-length", "0")])))
+            writer.write(client.send(h11.EndOfMessage()))
+            await writer.drain()
+            while not isinstance(event := client.next_event(), h11.EndOfMessage):
+                if event is h11.NEED_DATA:
+                    client.receive_data(await asyncio.wait_for(reader.read(65536), 5))
+            client.start_next_cycle()
+        # idle past the model's timeout: the CLI's connection ends too (read sees EOF, it does not hang)
+        assert await asyncio.wait_for(reader.read(65536), 5) == b""
+        writer.close()
+    finally:
+        relay_server.close()
+        upstream.close()
