@@ -129,7 +129,8 @@ class PermissionBroker:
         `elicitation/create`; the client's `{action, content}` is the answer. "cancel" when the client shows no
         forms (or no URLs, for a "url" one), the question is malformed, or the client fails or does not answer."""
         mode = request.get("mode") or "form"
-        message = request.get("message") if isinstance(request.get("message"), str) else ""
+        given = request.get("message")
+        message = given if isinstance(given, str) else ""
         params: dict[str, Any] = {"sessionId": self.session_id, "mode": mode, "message": message[:4000]}
         if mode == "form" and self.forms and isinstance(request.get("requested_schema"), dict):
             params["requestedSchema"] = request["requested_schema"]
