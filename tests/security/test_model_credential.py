@@ -5,6 +5,7 @@ replaced that was not the placeholder. Through the real CLI in the box: tests/e2
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import h11
 import pytest
@@ -100,20 +101,7 @@ async def test_two_requests_on_one_connection_get_the_real_credential_and_stream
                 break
         writer.close()
 
-    credential = withhold({"ANTHROPIC_API_KEY": "sk-real-0451"})
-    assert credential is not None
-    upstream = await asyncio.start_server(model, "127.0.0.1", 0)
-    port = upstream.sockets[0].getsockname()[1]
-
-    async def box_side(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            await relay(reader, writer, *up, credential)
-        finally:
-            up[1].close()
-            writer.close()
-
-    relay_server = await asyncio.start_server(box_side, "127.0.0.1", 0)
+    upstream, relay_server = await relayed(model)
     relay_port = relay_server.sockets[0].getsockname()[1]
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", relay_port), 5)
@@ -169,20 +157,7 @@ async def test_a_model_closing_an_idle_connection_closes_the_clis_too() -> None:
                 conn.start_next_cycle()
         writer.close()
 
-    credential = withhold({"ANTHROPIC_API_KEY": "sk-real-0451"})
-    assert credential is not None
-    upstream = await asyncio.start_server(model, "127.0.0.1", 0)
-    port = upstream.sockets[0].getsockname()[1]
-
-    async def box_side(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            await relay(reader, writer, *up, credential)
-        finally:
-            up[1].close()
-            writer.close()
-
-    relay_server = await asyncio.start_server(box_side, "127.0.0.1", 0)
+    upstream, relay_server = await relayed(model)
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", relay_server.sockets[0].getsockname()[1])
         client = h11.Connection(h11.CLIENT)
@@ -201,3 +176,22 @@ async def test_a_model_closing_an_idle_connection_closes_the_clis_too() -> None:
     finally:
         relay_server.close()
         upstream.close()
+
+
+async def relayed(model: Any) -> tuple[asyncio.Server, asyncio.Server]:
+    """A model server running `model`, and the relay before it with a real credential (`sk-real-0451`), as the box's
+    model socket serves it (here on loopback TCP): (the model's server, the relay's)."""
+    credential = withhold({"ANTHROPIC_API_KEY": "sk-real-0451"})
+    assert credential is not None
+    upstream = await asyncio.start_server(model, "127.0.0.1", 0)
+    port = upstream.sockets[0].getsockname()[1]
+
+    async def box_side(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            await relay(reader, writer, *up, credential)
+        finally:
+            up[1].close()
+            writer.close()
+
+    return upstream, await asyncio.start_server(box_side, "127.0.0.1", 0)
