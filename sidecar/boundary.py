@@ -459,6 +459,8 @@ def _git_code_paths(project_dir: str) -> list[str]:
 
 def _network(cli_env: Mapping[str, str], settings: BoxSettings) -> tuple[tuple[str, int] | None, tuple[str, ...]]:
     """(the model endpoint when it is on loopback, the hosts the egress proxy lets through)."""
+    from sidecar.credentials import cli_truthy
+
     hosts = list(settings.allowed_hosts)
     base = cli_env.get("ANTHROPIC_BASE_URL")
     parts = urlsplit(base) if base else None
@@ -472,7 +474,7 @@ def _network(cli_env: Mapping[str, str], settings: BoxSettings) -> tuple[tuple[s
         if host:
             hosts.append(f"{host}:{port}")
     for switch, pattern in PROVIDER_HOSTS.items():
-        if (cli_env.get(switch) or "").strip().lower() in ("1", "true", "yes", "on"):
+        if cli_truthy(cli_env.get(switch)):
             hosts.append(pattern)
     return endpoint, tuple(dict.fromkeys(hosts))
 
@@ -519,10 +521,7 @@ class Box:
         _sweep_once()
         box, plan = cls(boundary), boundary.plan
         try:
-            for path in plan.create_dirs:
-                os.makedirs(path, mode=0o700, exist_ok=True)
-            for path in plan.read_only_dirs_to_make:
-                _make_inside(path)
+            _make_places(plan)
             if boundary.platform == "linux":
                 empty = os.path.join(box.dir, "empty")
                 os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400))
@@ -552,10 +551,7 @@ class Box:
         _sweep_once()
         box = cls(boundary)
         try:
-            for path in boundary.plan.create_dirs:
-                os.makedirs(path, mode=0o700, exist_ok=True)
-            for path in boundary.plan.read_only_dirs_to_make:
-                _make_inside(path)
+            _make_places(boundary.plan)
             empty = os.path.join(box.dir, "empty")
             os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400))
             net = os.path.join(box.dir, "net")
@@ -601,6 +597,15 @@ def _box_base() -> str:
     socket paths pass through a shell word list)."""
     base = tempfile.gettempdir()
     return "/tmp" if len(base) > 40 or any(c.isspace() for c in base) else base
+
+
+def _make_places(plan: BoxPlan) -> None:
+    """What must exist before a box of `plan` starts: the writable folders it creates (0700) and the read-only
+    folders it makes empty (a repository's missing hooks folder)."""
+    for path in plan.create_dirs:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    for path in plan.read_only_dirs_to_make:
+        _make_inside(path)
 
 
 def _make_inside(path: str) -> None:

@@ -29,9 +29,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import h11
 
+from sidecar.credentials import PROVIDERS, cli_truthy
+
 PLACEHOLDER = "orion-credential-outside-the-box"
 DEFAULT_BASE_URL = "https://api.anthropic.com"  # the CLI's own, when ANTHROPIC_BASE_URL is not set
-_CLOUDS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY")
 # A custom header that carries a credential, by its name (a gateway's key, a bearer token, a cookie).
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|passw|cookie|session|credential|signature", re.IGNORECASE)
 _READ = 64 * 1024
@@ -160,7 +161,7 @@ def keep_outside(env: dict[str, str], plan: Any) -> tuple[Any, Credential | None
 
     An https model is given to the CLI as http at the same host, port and path: the CLI speaks plain HTTP into the
     socket (the Host header it sends is the model's), and the relay speaks TLS to the model."""
-    if not holds_credential(env) or any(_on(env.get(name)) for name in _CLOUDS):
+    if not holds_credential(env) or any(cli_truthy(env.get(switch)) for switch, _ in PROVIDERS):
         return plan, None
     parts = urlsplit(env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL)
     try:
@@ -174,10 +175,6 @@ def keep_outside(env: dict[str, str], plan: Any) -> tuple[Any, Credential | None
         env["ANTHROPIC_BASE_URL"] = urlunsplit(("http", parts.netloc, parts.path, parts.query, ""))
     credential = withhold(env)
     return dataclasses.replace(plan, model_endpoint=(parts.hostname, port), model_tls=tls), credential
-
-
-def _on(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_reader: asyncio.StreamReader,

@@ -14,37 +14,33 @@ py-spy or a debugger as the same user); a project or a client cannot.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
-log = logging.getLogger(__name__)
-
 SWITCH = "ORION_DEBUGGABLE"
-_PR_SET_DUMPABLE = 4
 _PR_GET_DUMPABLE = 3
+_PR_SET_DUMPABLE = 4
 
 
 def make_private(env: dict[str, str] | os._Environ[str] | None = None) -> bool:
     """Make this process non-dumpable unless the launcher asked otherwise; True when it now is. Never raises."""
-    env = os.environ if env is None else env
-    if not sys.platform.startswith("linux") or env.get(SWITCH, "").strip().lower() in ("1", "true", "yes", "on"):
-        return False
-    try:
-        import ctypes
+    from sidecar.credentials import cli_truthy
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
-    except (OSError, AttributeError):  # no prctl: nothing else to do, the boundary still holds where it exists
-        return False
+    env = os.environ if env is None else env
+    return not cli_truthy(env.get(SWITCH)) and _prctl(_PR_SET_DUMPABLE, 0) == 0
 
 
 def is_private() -> bool:
+    return _prctl(_PR_GET_DUMPABLE, 0) == 0
+
+
+def _prctl(option: int, value: int) -> int | None:
+    """prctl(2) on Linux; None elsewhere or without it (nothing else to do: the boundary still holds where it is)."""
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
         import ctypes
 
-        return bool(ctypes.CDLL(None, use_errno=True).prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) == 0)
+        return int(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0))
     except (OSError, AttributeError):
-        return False
+        return None
