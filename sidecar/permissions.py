@@ -148,15 +148,9 @@ class PermissionBroker:
         except Exception as exc:  # noqa: BLE001 - timed out, refused, the client gone: nobody answered
             log.warning("elicitation from %s: the client did not answer (%s)", request.get("mcp_server_name"), exc)
             return {"action": "cancel"}
-        if hasattr(answer, "model_dump"):
-            answer = answer.model_dump(by_alias=True)
-        action = answer.get("action") if isinstance(answer, dict) else None
-        if action not in ("accept", "decline", "cancel"):
-            return {"action": "cancel"}
-        out: dict[str, Any] = {"action": action}
-        if action == "accept" and isinstance(answer.get("content"), dict):
-            out["content"] = answer["content"]
-        return out
+        action, content = _elicitation_answer(answer)
+        return {"action": action, "content": content} if action == "accept" and content is not None else \
+            {"action": action}
 
     async def _ask_user(self, tool_input: dict[str, Any], form: dict[str, Any]) -> PermissionAnswer:
         """The model's questions as a form; the answers go back in the allowed input, as Claude Code's own dialog
@@ -170,11 +164,9 @@ class PermissionBroker:
         except Exception as exc:  # the client failed the request: nothing was answered
             log.warning("AskUserQuestion: the client's form failed: %s", exc)
             return PermissionAnswer(False, message=f"The question could not be shown to the user ({exc}).")
-        if hasattr(answer, "model_dump"):
-            answer = answer.model_dump(by_alias=True)
-        action = answer.get("action") if isinstance(answer, dict) else None
+        action, content = _elicitation_answer(answer)
         if action == "accept":
-            answers = answers_from(tool_input, answer.get("content"))
+            answers = answers_from(tool_input, content)
             if answers is not None:
                 return PermissionAnswer(True, updated_input={**tool_input, "answers": answers})
             return PermissionAnswer(False, message="The user sent the form without answering every question.")
@@ -196,3 +188,15 @@ class PermissionBroker:
                 return PermissionAnswer(True)
             return PermissionAnswer(False, message=USER_REJECTED)
         return PermissionAnswer(False, message=f"The user dismissed the permission request for {tool_name}.")
+
+
+def _elicitation_answer(answer: Any) -> tuple[str, dict[str, Any] | None]:
+    """A client's `elicitation/create` answer as (accept | decline | cancel, the accepted content or None); anything
+    else it sent is a cancel."""
+    if hasattr(answer, "model_dump"):
+        answer = answer.model_dump(by_alias=True)
+    action = answer.get("action") if isinstance(answer, dict) else None
+    if action not in ("accept", "decline", "cancel"):
+        return "cancel", None
+    content = answer.get("content")
+    return action, content if isinstance(content, dict) else None

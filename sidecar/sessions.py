@@ -572,7 +572,7 @@ class SessionManager:
 
         servers, disallowed, client_tools = dict(mcp_servers or {}), [], {}
         if client_capabilities:
-            from sidecar.acp.client_tools import SERVER, ClientTools, wanted
+            from sidecar.acp.client_tools import SERVER, ClientTools, offered, wanted
 
             files, terminal = wanted(client_capabilities, sandboxed=sandbox.enabled)
             if files or terminal:
@@ -585,10 +585,10 @@ class SessionManager:
                 servers[SERVER] = tools.server_config()
                 disallowed = tools.replaced
             client_tools = {"files": files, "terminal": terminal}
-            if client_capabilities.get("terminal") and not terminal:
+            files_offered, terminal_offered = offered(client_capabilities)
+            if terminal_offered and not terminal:
                 client_tools["terminalReason"] = "the session's commands run inside its OS boundary"
-            fs = client_capabilities.get("fs")
-            if isinstance(fs, dict) and fs.get("readTextFile") and fs.get("writeTextFile") and not files:
+            if files_offered and not files:
                 client_tools["filesReason"] = "the session's file tools run inside its OS boundary"
         config = AgentConfig(
             project_dir=project,

@@ -44,13 +44,18 @@ def builtin_name(tool_name: str) -> str:
     return tool_name
 
 
+def offered(client_capabilities: dict[str, Any]) -> tuple[bool, bool]:
+    """(the client offers its files: reading and writing, the client offers its terminals)."""
+    given = client_capabilities.get("fs")
+    fs: dict[str, Any] = given if isinstance(given, dict) else {}
+    return bool(fs.get("readTextFile")) and bool(fs.get("writeTextFile")), bool(client_capabilities.get("terminal"))
+
+
 def wanted(client_capabilities: dict[str, Any], *, sandboxed: bool) -> tuple[bool, bool]:
     """(use the client's files, use the client's terminals) for what the client advertised: neither in a session
     with an OS boundary (`sandboxed`)."""
-    fs = client_capabilities.get("fs") if isinstance(client_capabilities.get("fs"), dict) else {}
-    files = bool(fs.get("readTextFile")) and bool(fs.get("writeTextFile")) and not sandboxed
-    terminal = bool(client_capabilities.get("terminal")) and not sandboxed
-    return files, terminal
+    files, terminal = offered(client_capabilities)
+    return files and not sandboxed, terminal and not sandboxed
 
 
 def _text(text: str, *, error: bool = False) -> dict[str, Any]:
