@@ -172,6 +172,13 @@ def wait_for(predicate: Any, timeout: float, what: str, sidecar: RawSidecar | No
             time.sleep(0.05)
 
 
+def command_line(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
 def descendants(pid: int) -> list[psutil.Process]:
     try:
         return psutil.Process(pid).children(recursive=True)
@@ -202,10 +209,18 @@ def test_frontend_vanishing_mid_turn_ends_the_session_and_every_process(tmp_path
     session = sidecar.call("session/new", {"projectDir": str(project), "model": model, "allowedTools": ["Bash"]})
     sidecar.request("session/prompt", {"sessionId": session["sessionId"], "prompt": "run it"})
     wait_for(tool_started.exists, WAIT_S, "the Bash tool to start", sidecar)
-    seen = descendants(sidecar.pid)
-    commands = [" ".join(p.cmdline()) for p in seen if p.is_running()]
-    assert any("sleep 120" in c and "touch" not in c for c in commands), commands  # the hook or the tool
-    assert len(seen) >= 3, commands  # the CLI, the tool's shell, the background hook
+    seen: list[psutil.Process] = []
+
+    def sleepers_running() -> bool:
+        # The tool's shell forks its `sleep 120` a moment after `touch`, and the background hook starts in its own box:
+        # both are processes another program starts, so they are waited for, not caught in one snapshot.
+        nonlocal seen
+        seen = descendants(sidecar.pid)
+        commands = [" ".join(command_line(p)) for p in seen]
+        return any("sleep 120" in c and "touch" not in c for c in commands) and len(seen) >= 3
+
+    wait_for(sleepers_running, WAIT_S, "the tool's and the background hook's `sleep 120` (the CLI, the tool's shell, "
+             "the background hook)", sidecar)
 
     # The frontend is gone: both ends of its pipes close at once, nobody answers anything anymore.
     assert sidecar.proc.stdin is not None and sidecar.proc.stdout is not None

@@ -23,7 +23,7 @@ from tests.e2e.conftest import E2ESidecar, fixed_policy, open_sidecar
 from tests.security.box_helpers import probe_scenario
 
 NO_BACKEND = backend_problem(os.environ.get("PATH"))
-pytestmark = [pytest.mark.cli, pytest.mark.asyncio,
+pytestmark = [pytest.mark.cli,
               pytest.mark.skipif(NO_BACKEND is not None, reason=f"no OS boundary here: {NO_BACKEND}")]
 
 CANARY = "orion-box-canary-7f3a9e21"
@@ -103,6 +103,7 @@ def links(project: Path) -> None:
     (project / "gitlink").symlink_to(".git")
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 async def test_a_symlink_carries_no_write_out_of_the_project(tmp_path: Path, sandbox: str) -> None:
     planted = plant_user_files()
@@ -158,6 +159,7 @@ def read_probes(targets: dict[str, Path]) -> dict[str, dict[str, Any]]:
     return probes
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 async def test_secrets_other_sessions_and_orions_state_are_not_readable(tmp_path: Path, sandbox: str) -> None:
     plant_user_files()
@@ -207,6 +209,7 @@ async def test_secrets_other_sessions_and_orions_state_are_not_readable(tmp_path
     assert str(sidecar_pid) not in pids and len(pids) < 30, out["proc"]
 
 
+@pytest.mark.asyncio
 async def test_the_box_survives_turns_and_its_processes_end_with_the_session(tmp_path: Path) -> None:
     """One boundary per session: Bash runs in the CLI's box (the same PID namespace across calls), and when the
     session ends nothing of the box is left (no process, no folder)."""
@@ -255,6 +258,7 @@ CLI_PROBE = (
     "sleep 30 & s=$!; grep -qa PATH= /proc/$s/environ && echo sibling-environ-read; kill $s; echo probe-done")
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 async def test_no_command_reaches_the_cli_process_it_runs_in(tmp_path: Path, sandbox: str) -> None:
     """The CLI is the box's init and the agent's commands run beside it as the same user: without its shield any of
@@ -288,6 +292,7 @@ async def test_no_command_reaches_the_cli_process_it_runs_in(tmp_path: Path, san
     assert outs[1] == outs[0]
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 async def test_the_network_is_orions_proxy_with_the_users_allow_list(tmp_path: Path, sandbox: str) -> None:
     """Inside, only loopback exists: a service on the machine's own loopback is out of reach, the rest of the world

@@ -14,7 +14,6 @@ from hooks.types import AggregateResult, SessionContext
 from ipc.errors import SessionBusy, SessionNotFound
 from sidecar.sessions import AFTER_TURN_EVENTS, Session, SessionManager, SessionSettings
 
-pytestmark = pytest.mark.asyncio
 
 
 class FakeRunner:
@@ -75,6 +74,7 @@ def add_session(manager: SessionManager, tmp_path: Path, agent: FakeAgent, runne
     return session
 
 
+@pytest.mark.asyncio
 async def test_a_prompt_while_session_end_runs_is_refused_and_the_session_stays_ended(tmp_path: Path) -> None:
     manager = make_manager(tmp_path)
     runner, agent = FakeRunner(), FakeAgent()
@@ -94,6 +94,7 @@ async def test_a_prompt_while_session_end_runs_is_refused_and_the_session_stays_
     assert runner.fired == ["SessionEnd"]
 
 
+@pytest.mark.asyncio
 async def test_end_goes_on_when_interrupting_the_running_turn_fails(tmp_path: Path) -> None:
     manager = make_manager(tmp_path)
     runner, agent = FakeRunner(), FakeAgent(cancel_error=RuntimeError("CLI gone"))
@@ -108,6 +109,7 @@ async def test_end_goes_on_when_interrupting_the_running_turn_fails(tmp_path: Pa
     assert [s["state"] for s in manager.list()] == ["ended"]
 
 
+@pytest.mark.asyncio
 async def test_a_cancelled_session_new_closes_its_hook_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sidecar.agent
     import sidecar.sdk_env
@@ -142,6 +144,7 @@ async def test_a_cancelled_session_new_closes_its_hook_runner(tmp_path: Path, mo
     assert manager.list() == [] and manager._starting == set()
 
 
+@pytest.mark.asyncio
 async def test_a_session_whose_agent_cannot_start_still_gets_session_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sidecar.agent
     import sidecar.sdk_env
@@ -182,6 +185,7 @@ def test_the_session_end_budget_honours_claude_codes_variable_below_orions_own()
     assert session_end_budget_s({"ORION_SESSION_END_BUDGET": "soon", "CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "-1"}) == 1.5
 
 
+@pytest.mark.asyncio
 async def test_an_ended_session_is_let_go_and_still_listed(tmp_path: Path) -> None:
     """What the manager remembers of an ended session is what session/list shows: the session itself (its hook set,
     runner, agent and context) can be collected (before, the last 256 were kept whole: ~60 KB each)."""
@@ -234,6 +238,7 @@ class CancellableAgent:
         return True
 
 
+@pytest.mark.asyncio
 async def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_turn_instead_of_being_refused(
         tmp_path: Path) -> None:
     """acp-client (and ACP's cancel) lets a client prompt again as soon as it has sent session/cancel: that prompt
