@@ -37,6 +37,9 @@ class Case:
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     default: Any = FINAL  # the scripted model's answer once the turns are used up
     mcp: bool = False  # the project's .mcp.json starts the MCP probe (tests/conformance/mcp_probe.py) as "probe"
+    # seconds the session stays open after the last answer, as a user's would: the CLI's fire-and-forget hooks
+    # (StopFailure) start after the result record, and closing at once cancels them on some runs
+    settle_s: float = 0.0
 
     def settings(self, probe_command: str) -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
@@ -298,6 +301,12 @@ CASES += [
                 [{"tool_use": {"name": "ExitWorktree", "input": {"action": "remove", "discard_changes": True}}}], FINAL],
          files={"wt/readme.txt": "a worktree\n"},
          allowed_tools=("Bash", "EnterWorktree", "ExitWorktree")),
+    Case("event_stop_failure", {"StopFailure": [("rate_limit", ["failed"]), ("server_error", ["not-this-error"])],
+                                 "Stop": [(None, ["stop"])]},
+         turns=[{"error": {"status": 429, "type": "rate_limit_error", "message": "slow down, scripted"}}],
+         extra_settings={"env": {"CLAUDE_CODE_MAX_RETRIES": "0"}},
+         settle_s=2.0,
+         note="an API error ends the turn: StopFailure instead of Stop (no retries, so it ends at once)"),
     Case("event_subagent_start_stop", {"SubagentStart": [(None, ["substart"])], "SubagentStop": [(None, ["substop"])],
                                        "PreToolUse": [(None, ["pre"])]},
          turns=[[{"tool_use": {"name": "Agent", "input": {"description": "look around", "prompt": "Say hello.",

@@ -132,6 +132,8 @@ async def run_cli(case: Case, root: Path) -> Observation:
                         if isinstance(message, ResultMessage):
                             result = {"stop_reason": message.stop_reason, "subtype": message.subtype,
                                       "is_error": message.is_error, "result": message.result}
+                if case.settle_s:
+                    await anyio.sleep(case.settle_s)
     finally:
         server.close()
     return _observe(project, root / "requests.jsonl", result)
@@ -198,6 +200,8 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
                     result = {"stop_reason": answer.get("stopReason"), "result": answer.get("resultText")}
                 except RpcError as exc:
                     result = {"stop_reason": None, "error": exc.message}
+            if case.settle_s:
+                await anyio.sleep(case.settle_s)
             await client.request("session/end", {"sessionId": sid})
     return _observe(project, log_dir / f"{scenario.stem}.jsonl", result)
 
