@@ -17,6 +17,9 @@ BASH = {"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran > ran.t
 BASH_ECHO = {"tool_use": {"name": "Bash", "input": {"command": "echo hello-from-bash", "description": "echo"}}}
 SLOW_BASH = {"tool_use": {"name": "Bash", "input": {"command": "sleep 1 && echo tool-ran > ran.txt", "description": "slow"}}}
 FINAL = "All done."
+# what a later command sees of the `env` a changed settings file gives (ConfigChange cases)
+SEEN_ENV = [{"tool_use": {"name": "Bash", "input": {"command": "echo \"x=$X_CHANGED\" | tee seen.txt",
+                                                    "description": "look"}}}]
 
 
 @dataclass(slots=True, frozen=True)
@@ -307,6 +310,18 @@ CASES += [
          extra_settings={"env": {"CLAUDE_CODE_MAX_RETRIES": "0"}},
          settle_s=2.0,
          note="an API error ends the turn: StopFailure instead of Stop (no retries, so it ends at once)"),
+    Case("event_config_change", {"ConfigChange": [(None, ["config"])]},
+         turns=[[{"tool_use": {"name": "Bash", "input": {
+             "command": "sleep 1 && python3 -c \"import json; p = '.claude/settings.json'; d = json.load(open(p)); "
+                        "d['env'] = {'X_CHANGED': '1'}; json.dump(d, open(p, 'w'))\" && sleep 3",
+             "description": "change the project's settings"}}}], SEEN_ENV, FINAL],
+         note="a settings file changed mid-session by a command (the CLI skips its own writes)"),
+    Case("event_config_change_exit2", {"ConfigChange": [("project_settings", ["config"])]},
+         {"config": {"exit": 2, "stderr": "settings are frozen"}},
+         turns=[[{"tool_use": {"name": "Bash", "input": {
+             "command": "sleep 1 && python3 -c \"import json; p = '.claude/settings.json'; d = json.load(open(p)); "
+                        "d['env'] = {'X_CHANGED': '1'}; json.dump(d, open(p, 'w'))\" && sleep 3",
+             "description": "change the project's settings"}}}], SEEN_ENV, FINAL]),
     Case("event_subagent_start_stop", {"SubagentStart": [(None, ["substart"])], "SubagentStop": [(None, ["substop"])],
                                        "PreToolUse": [(None, ["pre"])]},
          turns=[[{"tool_use": {"name": "Agent", "input": {"description": "look around", "prompt": "Say hello.",
