@@ -61,6 +61,7 @@ class SessionCapabilities(AcpModel):
     resume: dict[str, Any] | None = None
     fork: dict[str, Any] | None = None
     additional_directories: dict[str, Any] | None = None
+    system_prompt: dict[str, Any] | None = None
 
 
 class AgentCapabilities(AcpModel):
@@ -138,12 +139,22 @@ class OrionSessionOptions(SessionOptions):
     """What `session/new` takes beyond ACP, sent as `_meta.orion` (ACP forbids custom root fields)."""
 
 
+class AcpSystemPrompt(AcpModel):
+    """ACP's client-provided system prompt (`systemPrompt` on session/new, load, resume, fork): `append` adds the
+    text blocks after Claude Code's own system prompt, `override` replaces it. Checked by the sidecar, not here, so
+    that a wrong mode or block gets its own message."""
+
+    mode: str
+    content: list[dict[str, Any]]
+
+
 class AcpNewSessionParams(AcpModel):
     """ACP `session/new`; Orion's options in `_meta.orion` (OrionSessionOptions)."""
 
     cwd: str
     mcp_servers: list[McpServer] = Field(default_factory=list)
     additional_directories: list[str] | None = None
+    system_prompt: AcpSystemPrompt | None = None
 
 
 class SessionMode(AcpModel):
@@ -201,6 +212,7 @@ class AcpLoadSessionParams(AcpModel):
     session_id: str
     cwd: str
     mcp_servers: list[McpServer] = Field(default_factory=list)
+    system_prompt: AcpSystemPrompt | None = None
 
 
 class AcpForkSessionParams(AcpModel):
@@ -211,6 +223,7 @@ class AcpForkSessionParams(AcpModel):
     cwd: str
     mcp_servers: list[McpServer] = Field(default_factory=list)
     additional_directories: list[str] | None = None
+    system_prompt: AcpSystemPrompt | None = None
 
 
 class AcpLoadSessionResult(AcpModel):

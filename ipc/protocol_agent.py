@@ -30,7 +30,8 @@ class SessionOptions(WireModel):
     model: str | None = None
     permission_mode: PermissionMode | None = None
     allowed_tools: list[str] | None = None
-    system_prompt: str | None = None
+    system_prompt: str | None = None  # replaces Claude Code's system prompt ("" or None: it stays)
+    system_prompt_append: str | None = None  # added after Claude Code's system prompt (ACP's systemPrompt "append")
     sandbox: SandboxMode | None = None  # None means "auto"; only the app decides, never a project's settings
     # Which Claude Code settings the CLI reads (CLAUDE.md, permission rules, env, MCP servers, agents, skills);
     # None: user, project and local. Project and local are read only once the project is trusted.

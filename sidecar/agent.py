@@ -126,7 +126,8 @@ class AgentConfig:
     permission_mode: str | None = None
     allowed_tools: list[str] = field(default_factory=list)
     disallowed_tools: list[str] = field(default_factory=list)
-    system_prompt: str | None = None  # None: Claude Code's own system prompt
+    system_prompt: str | None = None  # None or "": Claude Code's own system prompt; otherwise it replaces it
+    system_prompt_append: str | None = None  # the client's instructions after the system prompt (ACP "append")
     append_context: str | None = None  # text appended to the system prompt (SessionStart context goes to the conversation instead)
     include_partial_messages: bool = True
     # [] = SDK isolation mode: no settings file (and so no CLAUDE.md) is read by the CLI.
@@ -385,6 +386,11 @@ class AgentSession:
             resume=cfg.resume,
             fork_session=cfg.fork,
             max_turns=cfg.max_turns,
+            # The CLI records a conversation's system prompt on its first request and sends that record on every
+            # later request and resume, "even when a later launch passes different text" (2.1.330's own help): a
+            # client's instructions given again on load or fork would be ignored. With the client's words in the
+            # prompt, it is rendered from this launch's options instead.
+            extra_args={"system-prompt-snapshot": "off"} if cfg.system_prompt or cfg.system_prompt_append else {},
             cli_path=cli_path,
             stderr=lambda line: log.debug("cli[%s]: %s", cfg.session_id, line),
         )
@@ -419,8 +425,11 @@ class AgentSession:
             relay.close()
 
     def _system_prompt(self) -> Any:
-        extra = (self.config.append_context or "").strip()
-        if self.config.system_prompt is not None:
+        """Claude Code's system prompt (or the client's replacement), then the client's appended instructions, then
+        Orion's own context (the boundary's note): the client cannot push Orion's words out by replacing."""
+        extra = "\n\n".join(part.strip() for part in (self.config.system_prompt_append, self.config.append_context)
+                             if part and part.strip())
+        if self.config.system_prompt:
             return self.config.system_prompt + ("\n\n" + extra if extra else "")
         preset: dict[str, Any] = {"type": "preset", "preset": "claude_code"}
         if extra:

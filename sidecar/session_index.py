@@ -24,8 +24,8 @@ log = logging.getLogger(__name__)
 MAX_SESSIONS = 500
 TITLE_MAX = 120
 # The options a loaded session starts with again (a client may override them in `_meta.orion`).
-KEPT_OPTIONS = ("model", "vaultDir", "permissionMode", "allowedTools", "systemPrompt", "sandbox", "settingSources",
-                "builtinHooks")
+KEPT_OPTIONS = ("model", "vaultDir", "permissionMode", "allowedTools", "systemPrompt", "systemPromptAppend", "sandbox",
+                "settingSources", "builtinHooks")
 
 
 def _now() -> str:

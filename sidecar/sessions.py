@@ -208,6 +208,7 @@ class SessionRequest:
     permission_mode: str | None = None
     allowed_tools: list[str] | None = None
     system_prompt: str | None = None
+    system_prompt_append: str | None = None
     sandbox_mode: str | None = None
     setting_sources: list[str] | None = None
     builtin: bool | frozenset[str] = True
@@ -236,7 +237,7 @@ class SessionRequest:
         canonical = {"project": str(self.project), "vault": str(self.vault) if self.vault else None,
                      "model": self.model, "permissionMode": self.permission_mode,
                      "allowedTools": list(self.allowed_tools or []), "systemPrompt": self.system_prompt,
-                     "sandbox": self.sandbox_mode, "settingSources": self.setting_sources,
+                     "systemPromptAppend": self.system_prompt_append, "sandbox": self.sandbox_mode, "settingSources": self.setting_sources,
                      "builtin": sorted(self.builtin) if isinstance(self.builtin, frozenset) else self.builtin,
                      "mcpServers": self.mcp_servers or {}, "client": self.client_capabilities or {},
                      "roots": [str(r) for r in self.roots]}
@@ -306,6 +307,7 @@ class SessionManager:
         permission_mode: str | None = None,
         allowed_tools: list[str] | None = None,
         system_prompt: str | None = None,
+        system_prompt_append: str | None = None,
         sandbox: str | None = None,
         setting_sources: list[str] | None = None,
         builtin_hooks: bool | list[str] | None = None,
@@ -322,7 +324,8 @@ class SessionManager:
         (sidecar/acp/client_tools.py)."""
         request = SessionRequest.of(project_dir, vault_dir=vault_dir, builtin_hooks=builtin_hooks, sandbox=sandbox,
                                     model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
-                                    system_prompt=system_prompt, setting_sources=setting_sources,
+                                    system_prompt=system_prompt, system_prompt_append=system_prompt_append,
+                                    setting_sources=setting_sources,
                                     mcp_servers=mcp_servers, client_capabilities=client_capabilities,
                                     additional_dirs=additional_dirs)
         sid = session_id or str(uuid.uuid4())
@@ -339,7 +342,8 @@ class SessionManager:
         self._ended.pop(sid, None)
         self._sessions[sid] = session
         options = {"model": model, "vaultDir": vault_dir, "permissionMode": permission_mode,
-                   "allowedTools": allowed_tools, "systemPrompt": system_prompt, "sandbox": sandbox,
+                   "allowedTools": allowed_tools, "systemPrompt": system_prompt,
+                   "systemPromptAppend": system_prompt_append, "sandbox": sandbox,
                    "settingSources": setting_sources, "builtinHooks": builtin_hooks}
         lease = await anyio.to_thread.run_sync(self._remember, sid, str(request.project), options)
         if lease is not None:
@@ -603,6 +607,7 @@ class SessionManager:
             permission_mode=permission_mode,
             allowed_tools=list(request.allowed_tools or []),
             system_prompt=request.system_prompt,
+            system_prompt_append=request.system_prompt_append,
             mcp_servers=servers,
             disallowed_tools=disallowed,
             hook_events=callback_events(hookset),
@@ -1067,7 +1072,8 @@ def _as_new_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     """A session's recorded options (the index's names) as `SessionManager.new`'s keyword arguments."""
     return {"vault_dir": options.get("vaultDir"), "model": options.get("model"),
             "permission_mode": options.get("permissionMode"), "allowed_tools": options.get("allowedTools"),
-            "system_prompt": options.get("systemPrompt"), "sandbox": options.get("sandbox"),
+            "system_prompt": options.get("systemPrompt"), "system_prompt_append": options.get("systemPromptAppend"),
+            "sandbox": options.get("sandbox"),
             "setting_sources": options.get("settingSources"), "builtin_hooks": options.get("builtinHooks")}
 
 

@@ -80,7 +80,7 @@ def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpIniti
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {"list": {}, "close": {}, "delete": {}, "resume": {}, "fork": {},
-                                    "additionalDirectories": {}},
+                                    "additionalDirectories": {}, "systemPrompt": {"mode": {"override": {}}}},
         },
         "authMethods": [
             {"id": CLAUDE_AUTH, "name": "Claude credentials",
@@ -113,16 +113,58 @@ def credential_problem() -> str | None:
     return None
 
 
-def orion_options(meta: dict[str, Any] | None) -> p.OrionSessionOptions:
-    """`_meta.orion` of session/new or session/load as Orion's options; an invalid one is refused with its path."""
+def orion_options(meta: dict[str, Any] | None, system_prompt: p.AcpSystemPrompt | None = None) -> p.OrionSessionOptions:
+    """`_meta.orion` of session/new or session/load as Orion's options; an invalid one is refused with its path.
+    ACP's `systemPrompt`, when given, sets both of Orion's system-prompt options (the one it does not use to "",
+    so that on load and fork it replaces what the session had rather than adding to it)."""
     raw = (meta or {}).get("orion") or {}
     if not isinstance(raw, dict):
         raise InvalidParams(data={"errors": [{"loc": ["_meta", "orion"], "msg": "must be an object", "type": "dict_type"}]})
     try:
-        return p.OrionSessionOptions.model_validate(raw)
+        options = p.OrionSessionOptions.model_validate(raw)
     except ValidationError as exc:
         errors = [{**e, "loc": ["_meta", "orion", *e["loc"]]} for e in validation_errors(exc)]
         raise InvalidParams(data={"errors": errors}) from None
+    if system_prompt is None:
+        return options
+    if options.system_prompt is not None or options.system_prompt_append is not None:
+        raise InvalidParams("systemPrompt and _meta.orion.systemPrompt/systemPromptAppend are two ways to say one "
+                            "thing: send one of them", data={"errors": [{"loc": ["systemPrompt"], "msg": "given twice",
+                                                                          "type": "value_error"}]})
+    text = system_prompt_text(system_prompt)
+    if system_prompt.mode == "append":
+        return options.model_copy(update={"system_prompt": "", "system_prompt_append": text})
+    return options.model_copy(update={"system_prompt": text, "system_prompt_append": ""})
+
+
+SYSTEM_PROMPT_MODES = ("append", "override")
+SYSTEM_PROMPT_LIMIT = 200_000  # characters: far beyond any system prompt, short of what would fill the CLI's argv
+
+
+def system_prompt_text(system_prompt: p.AcpSystemPrompt) -> str:
+    """ACP's `systemPrompt` content as one text, or -32602 naming what is wrong (ACP: an agent that cannot apply it
+    errors instead of creating, loading, resuming or forking the session)."""
+    def refuse(message: str, loc: list[Any]) -> InvalidParams:
+        return InvalidParams(message, data={"errors": [{"loc": ["systemPrompt", *loc], "msg": message,
+                                                         "type": "value_error"}]})
+
+    if system_prompt.mode not in SYSTEM_PROMPT_MODES:
+        raise refuse(f"systemPrompt mode {system_prompt.mode!r} is not supported (have 'append', 'override')", ["mode"])
+    if not system_prompt.content:
+        raise refuse("systemPrompt content is empty (ACP: send at least one text block, or no systemPrompt)",
+                     ["content"])
+    texts = []
+    for index, block in enumerate(system_prompt.content):
+        if block.get("type") != "text" or not isinstance(block.get("text"), str):
+            raise refuse(f"systemPrompt content[{index}] is a {block.get('type')!r} block: only text blocks are "
+                         "supported", ["content", index])
+        texts.append(block["text"])
+    text = "\n\n".join(texts)
+    if not text.strip():
+        raise refuse("systemPrompt content holds no text", ["content"])
+    if len(text) > SYSTEM_PROMPT_LIMIT:
+        raise refuse(f"systemPrompt is {len(text)} characters (at most {SYSTEM_PROMPT_LIMIT})", ["content"])
+    return text
 
 
 def sdk_mcp_servers(servers: list[Any]) -> dict[str, Any]:
@@ -161,7 +203,7 @@ def _traceparent(meta: dict[str, Any] | None) -> str | None:
 
 def _session_kwargs(app: SidecarApp, params: p.AcpNewSessionParams) -> dict[str, Any]:
     """session/new's (and _orion/session/prepare's) parameters as the session core's."""
-    options = orion_options(params.meta)
+    options = orion_options(params.meta, params.system_prompt)
     if options.model is None and getattr(app, "default_model", None):
         options = options.model_copy(update={"model": app.default_model})  # type: ignore[attr-defined]
     return {"project_dir": _absolute_dir(params.cwd), **options.model_dump(),
@@ -205,7 +247,7 @@ def register(app: SidecarApp) -> None:
         return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(**_session_kwargs(app, params)))
 
     async def load(params: p.AcpLoadSessionParams, *, replay: bool) -> p.AcpLoadSessionResult:
-        options = orion_options(params.meta)
+        options = orion_options(params.meta, params.system_prompt)
         session, hookset = await session_manager(app).load(
             params.session_id, _absolute_dir(params.cwd), options.model_dump(by_alias=True),
             mcp_servers=sdk_mcp_servers(params.mcp_servers),
@@ -227,7 +269,7 @@ def register(app: SidecarApp) -> None:
 
     @app.method("session/fork", acp=True)
     async def session_fork(params: p.AcpForkSessionParams, call: CallContext) -> p.AcpNewSessionResult:
-        options = orion_options(params.meta)
+        options = orion_options(params.meta, params.system_prompt)
         session, hookset = await session_manager(app).fork(
             params.session_id, _absolute_dir(params.cwd), options.model_dump(by_alias=True),
             mcp_servers=sdk_mcp_servers(params.mcp_servers),

@@ -106,3 +106,60 @@ def test_cancel_load_after_restart_and_an_mcp_server_through_the_typescript_sdk(
     replayed = [u for u in second["updates"] if u["sessionUpdate"] == "user_message_chunk"]
     assert [u["content"]["text"] for u in replayed][:1] == ["use the probe"]
     assert results(second, "session/prompt")[0]["stopReason"] == "end_turn"
+
+
+def system_texts(tmp_path: Path, scenario: str) -> list[str]:
+    """The `system` prompt of each main-loop request the scripted model got, as one text each."""
+    out = []
+    for logged in model_requests(tmp_path, scenario):
+        request = logged.get("body") or {}
+        if not request.get("tools"):
+            continue  # a side request (title): not the agent's loop
+        system = request.get("system")
+        out.append(system if isinstance(system, str) else "\n".join(b.get("text", "") for b in system or []))
+    return out
+
+
+def test_a_client_system_prompt_is_appended_or_replaces_and_survives_load_and_fork(tmp_path: Path) -> None:
+    """ACP's `systemPrompt` (append and override), advertised in the handshake, checked against the SDK's unstable
+    schema both ways; on load and fork a new one replaces what the session had, and a missing one keeps it."""
+    project_dir = project(tmp_path)
+    append = {"mode": "append", "content": [{"type": "text", "text": "ORION-CLIENT-APPEND: answer like a pirate."}]}
+    override = {"mode": "override", "content": [{"type": "text", "text": "ORION-CLIENT-OVERRIDE: you are terse."},
+                                                {"type": "text", "text": "Second block."}]}
+    first = run_node_client(tmp_path, project_dir, events=False, permissions=[], steps=[
+        {"do": "new", "model": model("plain"), "systemPrompt": {"mode": "shout", "content": [{"type": "text", "text": "x"}]},
+         "expectError": True},
+        {"do": "new", "model": model("plain"), "systemPrompt": {"mode": "append", "content": []}, "expectError": True},
+        {"do": "new", "model": model("plain"), "expectError": True, "systemPrompt": {
+            "mode": "append", "content": [{"type": "image", "data": PNG, "mimeType": "image/png"}]}},
+        {"do": "new", "model": model("plain"), "systemPrompt": append},
+        {"do": "prompt", "text": "hello"},
+        {"do": "fork"},  # no systemPrompt: the fork keeps the source's
+        {"do": "prompt", "text": "and in the fork"},
+        {"do": "fork", "systemPrompt": override},
+        {"do": "prompt", "text": "and in the second fork"},
+    ])
+    caps = results(first, "initialize")[0]["agentCapabilities"]["sessionCapabilities"]
+    assert caps["systemPrompt"] == {"mode": {"override": {}}}
+    refusals = results(first, "session/new(error)")
+    assert [r["code"] for r in refusals] == [-32602, -32602, -32602], refusals
+    assert "'shout' is not supported" in json.dumps(refusals[0]) and "empty" in json.dumps(refusals[1])
+    assert "only text blocks" in json.dumps(refusals[2])
+
+    systems = system_texts(tmp_path, "plain")
+    assert len(systems) == 3, systems
+    for system in systems[:2]:  # the session and its first fork: Claude Code's prompt, then the client's words
+        assert "ORION-CLIENT-APPEND: answer like a pirate." in system and "Claude Code" in system
+        assert system.index("Claude Code") < system.index("ORION-CLIENT-APPEND")
+    # override: the client's blocks in place of Claude Code's prompt (the CLI keeps its one-line identity and billing
+    # header before any custom prompt); the earlier append is gone, though the CLI had recorded it for the conversation
+    assert systems[2].endswith("ORION-CLIENT-OVERRIDE: you are terse.\n\nSecond block."), systems[2][:400]
+    assert "ORION-CLIENT-APPEND" not in systems[2] and "You are Claude Code" not in systems[2]
+
+    second = run_node_client(tmp_path, project_dir, events=False, permissions=[], steps=[
+        {"do": "load", "sessionId": first["sessionId"]},  # the override fork, loaded again without a systemPrompt
+        {"do": "prompt", "text": "after a restart"},
+    ])
+    assert results(second, "session/prompt")[0]["stopReason"] == "end_turn"
+    assert system_texts(tmp_path, "plain")[-1].endswith("ORION-CLIENT-OVERRIDE: you are terse.\n\nSecond block.")

@@ -3,8 +3,11 @@
 // Every notification and request the sidecar sends is parsed by the SDK's own zod schemas before a handler runs;
 // the answers to our requests are parsed here with the same generated schemas.
 // config.steps: what to do after initialize/authenticate/trust, in order:
-//   {do: "new", model, mcpServers?}       session/new (the session the next steps use)
-//   {do: "load", sessionId}               session/load (history arrives as updates)
+//   {do: "new", model, mcpServers?, systemPrompt?, expectError?}
+//                                         session/new (the session the next steps use); with expectError the
+//                                         refusal is recorded as "session/new(error)" {code, message}
+//   {do: "load", sessionId, systemPrompt?} session/load (history arrives as updates)
+//   {do: "fork", systemPrompt?}           session/fork of the current session (the fork becomes current)
 //   {do: "prompt", text, image?, link?}   session/prompt
 //   {do: "cancel", text}                  a prompt, cancelled once its first tool call shows
 //   {do: "mode", modeId}                  session/set_mode
@@ -13,6 +16,8 @@ import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { client, ndJsonStream } from "@agentclientprotocol/sdk";
 import * as zod from "./node_modules/@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js";
+// ACP's unstable surface (systemPrompt and its capability): our requests and the sidecar's answers are checked here too.
+import * as unstable from "./node_modules/@agentclientprotocol/sdk/dist/v1/unstable/schema/zod.gen.js";
 
 const config = JSON.parse(process.argv[2]);
 const summary = { updates: [], extensions: [], permissions: [], errors: [], results: [], sessionId: null };
@@ -53,21 +58,39 @@ async function waitFor(predicate, ms) {
 try {
   await app.connectWith(stream, async (agent) => {
     const capabilities = config.events ? { _meta: { orion: { events: true } } } : {};
-    checked(zod.zInitializeResponse, "initialize",
+    const init = checked(zod.zInitializeResponse, "initialize",
       await agent.request("initialize", { protocolVersion: 1, clientCapabilities: capabilities }));
+    checked(unstable.zInitializeResponse, "initialize(unstable)", init);
     await agent.request("authenticate", { methodId: "scripted" });
     await agent.request("_orion/hooks/trust", { projectDir: config.project });
     for (const step of config.steps) {
       if (step.do === "new") {
-        const session = checked(zod.zNewSessionResponse, "session/new", await agent.request("session/new", {
-          cwd: config.project, mcpServers: step.mcpServers ?? [], _meta: { orion: { model: step.model } },
-        }));
+        const params = { cwd: config.project, mcpServers: step.mcpServers ?? [], _meta: { orion: { model: step.model } } };
+        if (step.systemPrompt) params.systemPrompt = step.systemPrompt;
+        checked(unstable.zNewSessionRequest, "session/new(request)", params);
+        if (step.expectError) {
+          try {
+            await agent.request("session/new", params);
+            summary.errors.push({ name: "session/new", message: "accepted what it should refuse" });
+          } catch (error) {
+            summary.results.push({ name: "session/new(error)", value: { code: error.code, message: error.message } });
+          }
+          continue;
+        }
+        const session = checked(zod.zNewSessionResponse, "session/new", await agent.request("session/new", params));
         summary.sessionId = session.sessionId;
       } else if (step.do === "load") {
-        checked(zod.zLoadSessionResponse, "session/load", await agent.request("session/load", {
-          sessionId: step.sessionId, cwd: config.project, mcpServers: [],
-        }));
+        const params = { sessionId: step.sessionId, cwd: config.project, mcpServers: [] };
+        if (step.systemPrompt) params.systemPrompt = step.systemPrompt;
+        checked(unstable.zLoadSessionRequest, "session/load(request)", params);
+        checked(zod.zLoadSessionResponse, "session/load", await agent.request("session/load", params));
         summary.sessionId = step.sessionId;
+      } else if (step.do === "fork") {
+        const params = { sessionId: summary.sessionId, cwd: config.project, mcpServers: [] };
+        if (step.systemPrompt) params.systemPrompt = step.systemPrompt;
+        checked(unstable.zForkSessionRequest, "session/fork(request)", params);
+        const forked = checked(unstable.zForkSessionResponse, "session/fork", await agent.request("session/fork", params));
+        summary.sessionId = forked.sessionId;
       } else if (step.do === "prompt") {
         const prompt = [{ type: "text", text: step.text }];
         if (step.image) prompt.push({ type: "image", data: config.png, mimeType: "image/png" });

@@ -511,6 +511,7 @@ export interface SessionCapabilities {
   resume?: Record<string, unknown>;
   fork?: Record<string, unknown>;
   additionalDirectories?: Record<string, unknown>;
+  systemPrompt?: Record<string, unknown>;
 }
 
 export interface SessionEndResult {
@@ -630,6 +631,7 @@ export interface AcpForkSessionParams {
   cwd: string;
   mcpServers?: (McpServerHttp | McpServerSse | McpServerStdio)[];
   additionalDirectories?: string[] | null;
+  systemPrompt?: AcpSystemPrompt | null;
 }
 
 /** ACP `initialize`. `clientCapabilities._meta.orion.events`: `true` (every `_orion/` event) or a list of names. */
@@ -652,6 +654,7 @@ export interface AcpLoadSessionParams {
   sessionId: string;
   cwd: string;
   mcpServers?: (McpServerHttp | McpServerSse | McpServerStdio)[];
+  systemPrompt?: AcpSystemPrompt | null;
 }
 
 /** ACP `session/new`; Orion's options in `_meta.orion` (OrionSessionOptions). */
@@ -660,6 +663,7 @@ export interface AcpNewSessionParams {
   cwd: string;
   mcpServers?: (McpServerHttp | McpServerSse | McpServerStdio)[];
   additionalDirectories?: string[] | null;
+  systemPrompt?: AcpSystemPrompt | null;
 }
 
 export interface AcpPromptParams {
@@ -672,6 +676,13 @@ export interface AcpPromptParams {
 export interface AcpSessionRef {
   _meta?: Record<string, unknown> | null;
   sessionId: string;
+}
+
+/** ACP's client-provided system prompt (`systemPrompt` on session/new, load, resume, fork): `append` adds the text blocks after Claude Code's own system prompt, `override` replaces it. Checked by the sidecar, not here, so that a wrong mode or block gets its own message. */
+export interface AcpSystemPrompt {
+  _meta?: Record<string, unknown> | null;
+  mode: string;
+  content: Record<string, unknown>[];
 }
 
 export interface AudioContentInput {
@@ -801,6 +812,7 @@ export interface OrionSessionOptions {
   permissionMode?: "default" | "acceptEdits" | "bypassPermissions" | "plan" | null;
   allowedTools?: string[] | null;
   systemPrompt?: string | null;
+  systemPromptAppend?: string | null;
   sandbox?: "auto" | "required" | "off" | null;
   settingSources?: ("user" | "project" | "local")[] | null;
   builtinHooks?: boolean | string[] | null;
