@@ -175,7 +175,9 @@ class ConfigSelectOption(AcpModel):
 
 
 class ConfigOptionSelect(AcpModel):
-    """A session setting the client shows as a picker; the sidecar offers `mode` (category `mode`, the permission mode as `session/set_mode` sets it) and `model` (category `model`)."""
+    """A session setting the client shows as a picker; the sidecar offers `mode` (category `mode`, the permission mode
+    as `session/set_mode` sets it), `model` (category `model`) and, for a model with effort levels, `effort` (category
+    `thought_level`)."""
 
     type: Literal["select"] = "select"
     id: str

@@ -518,6 +518,29 @@ class AgentSession:
         await self._client.set_model(model)
         self.config.model = model
 
+    async def set_effort(self, level: str | None) -> None:
+        """The reasoning effort of the next requests (None: the CLI's own choice again), through the CLI's
+        `apply_flag_settings` control request: a shallow merge into the flag layer, so Orion's other flag settings
+        (hooks off, the sandbox) stay. Measured on 2.1.330: the next request carries `output_config.effort`, and
+        hooks read it in their input's `effort.level`."""
+        if self._client is None:
+            raise AgentNotStarted("start() the session first")
+        query = self._client._query  # noqa: SLF001 - the SDK we pin has no method for this control request
+        await query._send_control_request({"subtype": "apply_flag_settings", "settings": {"effortLevel": level}})
+
+    async def effort_levels(self, model: str | None) -> list[str]:
+        """The effort levels the CLI offers for `model` (its alias, or the resolved id), or for its default model;
+        [] when the CLI names none (a model without effort)."""
+        if self._client is None:
+            return []
+        info = await self._client.get_server_info() or {}
+        models = [m for m in info.get("models") or [] if isinstance(m, dict)]
+        wanted = [m for m in models if model and model in (m.get("value"), m.get("resolvedModel"))]
+        entry = (wanted or [m for m in models if m.get("value") == "default"] or [None])[0]
+        if entry is None or not entry.get("supportsEffort"):
+            return []
+        return [level for level in entry.get("supportedEffortLevels") or [] if isinstance(level, str)]
+
     def _serve_elicitations(self, query: Any) -> None:
         """Answer the CLI's `elicitation` control requests (an MCP server asks the user something): the SDK we pin
         has no handler for them and errors, which the CLI reads as "cancel". Through this, Elicitation hooks decide

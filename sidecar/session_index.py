@@ -97,7 +97,8 @@ class SessionIndex:
             self._write(sessions)
 
     def current(self, session_id: str, **choices: str) -> None:
-        """The user switched the session's model or mode (`model=`, `permissionMode=`): what a later load restores."""
+        """The user switched the session's model, mode or effort (`model=`, `permissionMode=`, `effort=`): what a later
+        load restores."""
         with self._locked():
             sessions = self._read()
             entry = sessions.get(session_id)

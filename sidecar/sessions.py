@@ -159,6 +159,8 @@ class Session:
     permission_mode: str | None = None
     client_tools: dict[str, Any] = field(default_factory=dict)  # which ACP client tools serve the agent
     current_model: str = "default"  # what the model picker shows: the session's model, or the one the user switched to
+    effort: str | None = None  # the reasoning effort the user picked (None: the CLI's own choice)
+    effort_levels: list[str] = field(default_factory=list)  # what the CLI offers for the current model
     end_lock: anyio.Lock = field(default_factory=anyio.Lock)
     hooks_ran_at_end: int = 0
     turn_over: anyio.Event | None = None  # set when the running turn has answered
@@ -426,6 +428,8 @@ class SessionManager:
         """The model the user picked last in a past session, unless this request names one."""
         if current.get("model") and overrides.get("model") is None and current["model"] != session.current_model:
             await self.set_model(session.session_id, current["model"])
+        if current.get("effort") and current["effort"] != "default" and current["effort"] in session.effort_levels:
+            await self.set_effort(session.session_id, current["effort"])
 
     async def delete(self, session_id: str) -> None:
         """Take a session off the list for good: a live one is ended first (its SessionEnd hooks run), then its
@@ -743,7 +747,15 @@ class SessionManager:
             agent=agent,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         )
+        session.effort_levels = await self._effort_levels(session)
         return session, built.hookset
+
+    async def _effort_levels(self, session: Session) -> list[str]:
+        try:
+            return await session.agent.effort_levels(None if session.current_model == "default" else session.current_model)
+        except Exception:  # noqa: BLE001 - the picker is a convenience: a CLI that does not say leaves it out
+            log.debug("session %s: the CLI's effort levels could not be read", session.session_id, exc_info=True)
+            return []
 
     async def prepare(self, *, project_dir: str, **options: Any) -> dict[str, Any]:
         """Build a session as `session/new` would with these parameters (`new`'s, but the session id and resume)
@@ -856,6 +868,22 @@ class SessionManager:
         await session.agent.set_model(None if model == "default" else model)
         session.current_model = model
         await anyio.to_thread.run_sync(functools.partial(self.index.current, session_id, model=model))
+        session.effort_levels = await self._effort_levels(session)
+        if session.effort is not None and session.effort not in session.effort_levels:
+            await self.set_effort(session_id, "default")  # the new model has no such level: the CLI chooses again
+        return session
+
+    async def set_effort(self, session_id: str, level: str) -> Session:
+        """Set the reasoning effort of the session's next requests (the user's choice); "default" gives the choice
+        back to the CLI (its settings' `effortLevel`, else the model's own)."""
+        session = self.live(session_id)
+        if level != "default" and level not in session.effort_levels:
+            offered = ", ".join(["default", *session.effort_levels])
+            raise InvalidParams(f"effort {level!r} is not offered for model {session.current_model!r} (have {offered})",
+                                data={"value": level, "options": ["default", *session.effort_levels]})
+        await session.agent.set_effort(None if level == "default" else level)
+        session.effort = None if level == "default" else level
+        await anyio.to_thread.run_sync(functools.partial(self.index.current, session_id, effort=level))
         return session
 
     async def cancel(self, session_id: str) -> bool:

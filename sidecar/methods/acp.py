@@ -61,8 +61,24 @@ def mode_option(current: str | None) -> dict[str, Any]:
             "options": [{"value": m["id"], "name": m["name"], "description": m["description"]} for m in modes]}
 
 
+EFFORT_NAMES = {"low": "Low", "medium": "Medium", "high": "High", "xhigh": "Extra high", "max": "Max"}
+
+
+def effort_option(current: str | None, levels: list[str]) -> dict[str, Any]:
+    """The reasoning effort as ACP's `thought_level` option: "default" (the CLI chooses, from its settings or the
+    model) and the levels the CLI offers for the current model."""
+    return {"type": "select", "id": "effort", "name": "Effort", "category": "thought_level",
+            "description": "How much the model reasons before it answers",
+            "currentValue": current or "default",
+            "options": [{"value": "default", "name": "Default", "description": "The CLI's own choice"},
+                        *({"value": level, "name": EFFORT_NAMES.get(level, level)} for level in levels)]}
+
+
 def config_options(session: Any) -> list[dict[str, Any]]:
-    return [mode_option(session.permission_mode), model_option(session.current_model)]
+    options = [mode_option(session.permission_mode), model_option(session.current_model)]
+    if session.effort_levels:  # a model without effort levels gets no picker
+        options.append(effort_option(session.effort, session.effort_levels))
+    return options
 
 
 def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpInitializeResult:
@@ -332,8 +348,10 @@ def register(app: SidecarApp) -> None:
             if not value or len(value) > 200 or any(c.isspace() for c in value):
                 raise InvalidParams(f"not a model name: {params.value!r}", data={"value": params.value})
             session = await manager.set_model(params.session_id, value)
+        elif params.config_id == "effort":
+            session = await manager.set_effort(params.session_id, params.value)
         else:
-            raise InvalidParams(f"unknown config option {params.config_id!r} (have 'mode', 'model')",
+            raise InvalidParams(f"unknown config option {params.config_id!r} (have 'mode', 'model', 'effort')",
                                 data={"configId": params.config_id})
         return p.SetConfigOptionResult.model_validate({"configOptions": config_options(session)})
 

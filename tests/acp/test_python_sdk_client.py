@@ -238,12 +238,23 @@ async def test_set_mode_and_the_model_picker_switch_what_the_cli_uses(tmp_path: 
             await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
         assert bad.value.code == -32602
         await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
-        assert [o.id for o in session.config_options] == ["mode", "model"]
+        assert [o.id for o in session.config_options] == ["mode", "model", "effort"]
         [picker] = [o for o in session.config_options if o.id == "model"]
         assert picker.category == "model"
         assert {"default", "sonnet", "opus", "haiku"} <= {o.value for o in picker.options}
         changed = await conn.set_config_option(config_id="model", session_id=session.session_id, value="opus")
-        assert {o.id: o.current_value for o in changed.config_options} == {"mode": "plan", "model": "opus"}
+        assert {o.id: o.current_value for o in changed.config_options} == {"mode": "plan", "model": "opus",
+                                                                            "effort": "default"}
+        # the reasoning effort (ACP's thought_level): the levels the CLI offers for the model, applied to its
+        # next requests
+        [effort] = [o for o in changed.config_options if o.id == "effort"]
+        assert effort.category == "thought_level"
+        assert [o.value for o in effort.options][:4] == ["default", "low", "medium", "high"]
+        higher = await conn.set_config_option(config_id="effort", session_id=session.session_id, value="high")
+        assert {o.id: o.current_value for o in higher.config_options}["effort"] == "high"
+        with pytest.raises(RequestError) as bad_effort:
+            await conn.set_config_option(config_id="effort", session_id=session.session_id, value="extreme")
+        assert bad_effort.value.code == -32602 and "not offered" in str(bad_effort.value)
         # the mode is a config option too (some clients switch modes only that way); the CLI follows it
         by_option = await conn.set_config_option(config_id="mode", session_id=session.session_id, value="acceptEdits")
         assert {o.id: o.current_value for o in by_option.config_options}["mode"] == "acceptEdits"
@@ -255,8 +266,11 @@ async def test_set_mode_and_the_model_picker_switch_what_the_cli_uses(tmp_path: 
             await conn.set_config_option(config_id="temperature", session_id=session.session_id, value="hot")
         assert bad_option.value.code == -32602
         await conn.prompt(session_id=session.session_id, prompt=[text_block("and with opus?")])
-    # The next turn asked the model the user picked.
-    assert "opus" in model_requests(tmp_path, "plain")[-1]["body"]["model"]
+    # The next turn asked the model the user picked, at the effort picked (the turn before the switch did not).
+    requests = model_requests(tmp_path, "plain")
+    assert "opus" in requests[-1]["body"]["model"]
+    assert requests[-1]["body"]["output_config"]["effort"] == "high"
+    assert [r["body"].get("output_config", {}).get("effort") for r in requests if r["body"].get("tools")][0] != "high"
     assert client.of_kind("current_mode_update")[0]["currentModeId"] == "plan"
     # The CLI now runs in plan mode: the hook inputs say so.
     prompt_calls = [c for c in hook_calls(project_dir) if c["event"] == "UserPromptSubmit"]
@@ -275,6 +289,7 @@ async def test_load_restores_the_model_and_mode_the_user_picked_but_no_weakened_
         planned = await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain")})
         await conn.set_session_mode(session_id=planned.session_id, mode_id="plan")
         await conn.set_config_option(config_id="model", session_id=planned.session_id, value="opus")
+        await conn.set_config_option(config_id="effort", session_id=planned.session_id, value="low")
         await conn.prompt(session_id=planned.session_id, prompt=[text_block("plan something")])
         loose = await conn.new_session(cwd=str(project_dir), mcp_servers=[],
                                        orion={"model": model("plain"), "sandbox": "off"})
@@ -283,13 +298,15 @@ async def test_load_restores_the_model_and_mode_the_user_picked_but_no_weakened_
     async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
         again = await conn.load_session(cwd=str(project_dir), session_id=planned.session_id, mcp_servers=[])
         assert again.modes.current_mode_id == "plan"
-        assert {o.id: o.current_value for o in again.config_options} == {"mode": "plan", "model": "opus"}
+        assert {o.id: o.current_value for o in again.config_options} == {"mode": "plan", "model": "opus",
+                                                                          "effort": "low"}
         await conn.prompt(session_id=planned.session_id, prompt=[text_block("and now?")])
         back = await conn.load_session(cwd=str(project_dir), session_id=loose.session_id, mcp_servers=[])
         assert back.modes.current_mode_id == "default"
         # as confined as a session that asked for nothing (the file's "off" is not taken)
         assert back.field_meta["orion"]["sandbox"]["enabled"] == planned.field_meta["orion"]["sandbox"]["enabled"]
     assert "opus" in model_requests(tmp_path, "plain")[-1]["body"]["model"]
+    assert model_requests(tmp_path, "plain")[-1]["body"]["output_config"]["effort"] == "low"
     # the client asking again in session/load is what brings the weaker settings back
     async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
         asked = await conn.load_session(cwd=str(project_dir), session_id=loose.session_id, mcp_servers=[],
