@@ -10,15 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hooks.config import parse_settings
-from hooks.hookset import HookSet, exact_runs, load_hookset, printable
-from hooks.matchers import MatcherError, compile_matcher, matcher_problem
+from hooks.hookset import HookSet, exact_runs, printable
 from hooks.paths import data_dir
-from hooks.registry import default_registry
 from hooks.runner import HookRunner
-from hooks.sources import read_builtin_options, read_json, read_overrides
 from hooks.errors import TrustError
 from hooks.trust import TrustStore
+from hooks.validation import project_hookset, validate_file
 from hooks.types import ALL_EVENTS, HookProgress, HookResult, HookStarted, SessionContext
 
 
@@ -30,15 +27,7 @@ def _load(args: argparse.Namespace) -> HookSet:
 
 def _project_hookset(project: Path, vault: Path | None = None, *, builtin: bool = True) -> HookSet:
     """The one analysis of a project's hooks (what `list`, `hooks/list` and session/new see)."""
-    registry = default_registry
-    if builtin:
-        try:
-            from hooks.builtin import builtin_registry
-
-            registry = builtin_registry(read_builtin_options(project, vault), data_dir=data_dir())
-        except Exception as exc:  # the listing is still useful without the built-ins
-            print(f"warning: built-in hooks unavailable: {exc}", file=sys.stderr)
-    return load_hookset(project, vault, registry=registry)
+    return project_hookset(project, vault, builtin=builtin)
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -227,80 +216,6 @@ def cmd_test(args: argparse.Namespace) -> int:
 
     print(json.dumps(asyncio.run(go()), indent=2, ensure_ascii=False))
     return 0
-
-
-# Problems the shared analysis reports as warnings (the hook still loads, and fails when it runs) that `validate`
-# counts as errors: a hook that can never work is what a settings author asks validate to catch.
-_FAILS_EVERY_TIME = ("will fail every time it runs", "is not executable", "is a directory, not an executable")
-
-
-def _owning_project(path: Path) -> tuple[Path, str] | None:
-    """(project, source kind) for `<project>/.claude/settings.json` / `settings.local.json` / `hook-overrides.json`."""
-    resolved = path.resolve()
-    if resolved.parent.name != ".claude":
-        return None
-    kinds = {"settings.json": "project", "settings.local.json": "local", "hook-overrides.json": "overrides"}
-    kind = kinds.get(resolved.name)
-    return (resolved.parent.parent, kind) if kind else None
-
-
-def validate_file(path: Path) -> tuple[list[str], list[str], int]:
-    """(errors, warnings, valid entries) for one settings or overrides file, by the same analysis `hooks list`,
-    `hooks/list` and `session/new` use (hooks.hookset.load_hookset) when the file is a project's."""
-    data, error, exists = read_json(path)
-    if not exists:
-        return [f"{path} does not exist"], [], 0
-    if error:
-        return [error], [], 0
-    owner = _owning_project(path)
-    if path.name == "hook-overrides.json":
-        _names, problems = read_overrides(path)
-        errors = list(problems)
-        warnings = []
-        if owner is not None:
-            hookset = _project_hookset(owner[0])
-            warnings = [w for w in hookset.warnings if "hook-overrides" in w or "override" in w.lower()]
-        return errors, warnings, 0
-    parsed = parse_settings(data, path, hooks_dir=path.parent / "hooks")
-    errors, warnings = list(parsed.errors), list(parsed.warnings)
-    valid = sum(1 for e in parsed.entries if e.config is not None)
-    if owner is None:
-        # No project analysis reads this file: its matchers are checked here as load_hookset checks a project's.
-        for entry in parsed.entries:
-            if entry.config is None:
-                continue
-            where = f"{path}: {entry.json_path}"
-            try:
-                compile_matcher(entry.matcher)
-            except MatcherError as exc:
-                errors.append(f"{where}: {exc}")
-                valid -= 1
-                continue
-            if (problem := matcher_problem(entry.event, entry.matcher)) is not None:
-                group = where.rsplit(".hooks[", 1)[0] if where.endswith("]") else where
-                if f"{group}: {problem}" not in warnings:
-                    warnings.append(f"{group}: {problem}")
-        return errors, warnings, valid
-    hookset = _project_hookset(owner[0])
-    resolved = path.resolve()
-    mine = [spec for spec in hookset.entries if spec.source_file is not None and Path(spec.source_file).resolve() == resolved]
-    file_warnings = [w for w in hookset.warnings if w.startswith(str(resolved)) or w.startswith(str(path))]
-    for spec in mine:
-        if spec.state != "invalid":
-            continue
-        # The analysis's own line names the file and the JSON path; fall back to the hook's name.
-        said = [w for w in file_warnings if spec.reason and str(spec.reason) in w]
-        errors.extend(said or [f"{path}: hook {spec.name!r} ({spec.event}): {spec.reason}"])
-    for warning in file_warnings:
-        if warning in errors:
-            continue
-        if any(marker in warning for marker in _FAILS_EVERY_TIME):
-            errors.append(warning)
-        elif warning not in warnings:
-            warnings.append(warning)
-    errors = list(dict.fromkeys(errors))
-    valid = sum(1 for spec in mine if spec.state != "invalid")
-    return errors, warnings, valid
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

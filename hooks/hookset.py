@@ -19,6 +19,7 @@ import re
 import shlex
 import shutil
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ TRUST_SOURCES = frozenset({"project", "local", "vault", PROJECT_PLUGIN})
 # Sources a project's own switches (hook-overrides.json, disableAllHooks, allowedHttpHookUrls) reach: its settings
 # files, and the plugins only the project enables (hooks/plugins.py).
 PROJECT_SOURCES = frozenset({"project", "local", PROJECT_PLUGIN})
+_POSITION = re.compile(r"\$\.hooks\.(?P<event>[A-Za-z]+)\[(?P<group>\d+)\]\.hooks\[(?P<index>\d+)\]")
 # The user's own Claude Code settings (~/.claude/settings.json): hooks `claude` runs for this user in every project.
 # They run without the project's trust (the user wrote them), unless they run a file inside the project; only
 # Orion's user settings switch them (`claudeUserHooks`, `disabledHooks`, `disableAllHooks`) besides their own file.
@@ -161,7 +163,15 @@ class HookSpec:
             "runs": self.runs(),
             **({"scope": {self.scope: self.scope_value}} if self.scope != "global" and self.scope_value else {}),
             **({"plugin": self.plugin.info()} if self.plugin is not None else {}),
+            "at": self.position(),
         }
+
+    def position(self) -> dict[str, Any] | None:
+        """`{event, group, index}` of a settings entry in its file (`$.hooks.<event>[g].hooks[i]`), for editing."""
+        match = _POSITION.fullmatch(self.json_path or "") if self.source_file is not None else None
+        if match is None:
+            return None
+        return {"event": match["event"], "group": int(match["group"]), "index": int(match["index"])}
 
     def runs(self) -> dict[str, Any]:
         """Exactly what this hook executes or contacts, and a digest of each file it runs: what the user reviews."""
@@ -366,8 +376,10 @@ def load_hookset(
     user_settings: Path | None = None,
     claude_user_settings: Path | None = None,
     trust_store: TrustStore | None = None,
+    overlay: Mapping[Path, Any] | None = None,
 ) -> HookSet:
-    """Read every source and apply policy, switches and trust. Never raises for bad files: they become warnings and invalid entries."""
+    """Read every source and apply policy, switches and trust. Never raises for bad files: they become warnings and
+    invalid entries. `overlay` (resolved path → document) stands in for settings files an edit has not written yet."""
     paths = SourcePaths.for_project(project_dir, vault_dir, builtin_settings=builtin_settings, user_settings=user_settings,
                                     claude_user_settings=claude_user_settings)
     registry = default_registry if registry is None else registry
@@ -376,7 +388,7 @@ def load_hookset(
 
     parsed = {}
     for kind, path in paths.ordered():
-        p = read_settings(kind, path, paths.hooks_dir)
+        p = read_settings(kind, path, paths.hooks_dir, overlay)
         parsed[kind] = p
         warnings.extend(p.errors)
         warnings.extend(p.warnings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,13 @@ class SourcePaths:
         return files
 
 
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path
+
+
 class DuplicateKey(ValueError):
     pass
 
@@ -120,8 +128,14 @@ def read_json(path: Path) -> tuple[Any, str | None, bool]:
         return None, f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); file skipped", True
 
 
-def read_settings(kind: str, path: Path, hooks_dir: Path) -> ParsedSettings:
-    data, error, exists = read_json(path)
+def read_settings(kind: str, path: Path, hooks_dir: Path, overlay: Mapping[Path, Any] | None = None) -> ParsedSettings:
+    """One settings file as the hook engine reads it; `overlay` (resolved path → document) stands in for files not
+    yet written: an edit is checked by the very analysis that will read it (hooks/validation.py)."""
+    resolved = _resolved(path) if overlay else None
+    if overlay and resolved in overlay:
+        data, error, exists = overlay[resolved], None, True
+    else:
+        data, error, exists = read_json(path)
     if error:
         out = ParsedSettings(file=path, exists=exists)
         out.errors.append(error)

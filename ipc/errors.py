@@ -68,6 +68,7 @@ HOOK_ENGINE_ERROR = -31004
 PERMISSION_TIMEOUT = -31005
 MODEL_UNAVAILABLE = -31006
 SERVER_BUSY = -31007
+SETTINGS_CHANGED = -31008
 
 ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(PARSE_ERROR, "ParseError", "Parse error",
@@ -102,6 +103,9 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(SERVER_BUSY, "ServerBusy", "Server busy",
               "Too many of the client's requests are still being served (`data.limit`, `data.inflight`): wait for "
               "their answers before sending more. Nothing of the refused request was done."),
+    ErrorCode(SETTINGS_CHANGED, "SettingsChanged", "Settings changed",
+              "A hook edit named the digest of a settings file that has changed since (`data.currentDigest`): "
+              "nothing was written; read the file again with `hooks/settings` and redo the edit."),
     ErrorCode(REQUEST_CANCELLED, "RequestCancelled", "Request cancelled",
               "The request was cancelled by `$/cancelRequest` or by shutdown."),
 )
@@ -218,6 +222,10 @@ class SessionBusy(RpcError):
 
 class ServerBusy(RpcError):
     code = SERVER_BUSY
+
+
+class SettingsChanged(RpcError):
+    code = SETTINGS_CHANGED
 
 
 class HookEngineError(RpcError):

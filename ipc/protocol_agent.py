@@ -186,6 +186,14 @@ class PluginRef(WireModel):
     enabled_in: str  # the settings file whose enabledPlugins turns it on
 
 
+class HookPosition(WireModel):
+    """A hook's place in its file: `$.hooks.<event>[<group>].hooks[<index>]` (what `hooks/list` rows carry as `at`)."""
+
+    event: str
+    group: int = Field(ge=0)
+    index: int = Field(ge=0)
+
+
 class HookInfo(WireModel):
     id: str
     name: str
@@ -215,6 +223,8 @@ class HookInfo(WireModel):
     # Where its process runs: "box" inside the session's hook box (a project's code: docs/SECURITY.md "Hooks inside
     # the boundary"), "outside" with the user's account; null for a hook that starts no process of its own.
     boundary: Literal["box", "outside"] | None = None
+    # Its place in `sourceFile` ($.hooks.<event>[group].hooks[index]): what `hooks/update` and `hooks/remove` name.
+    at: HookPosition | None = None
 
 
 class TrustFile(WireModel):
@@ -284,6 +294,74 @@ class HooksTrustParams(WireModel):
 class HooksTrustResult(WireModel):
     trusted: bool
     hash: str
+
+
+SettingsTarget = Literal["user", "claude-user", "project", "local"]
+
+
+class HooksSettingsParams(WireModel):
+    """One settings file whose hooks an app's settings page shows and edits: `user` (Orion's user settings),
+    `claude-user` (the user's Claude Code settings, which `claude` runs hooks from too), `project`
+    (`<projectDir>/.claude/settings.json`) or `local` (`<projectDir>/.claude/settings.local.json`)."""
+
+    target: SettingsTarget
+    project_dir: str | None = None
+
+
+class HooksSettingsResult(WireModel):
+    target: SettingsTarget
+    path: str
+    exists: bool
+    digest: str | None = None  # sha256 of the file's bytes (None: no file yet): every edit names the one it read
+    hooks: dict[str, Any] = Field(default_factory=dict)  # the file's `hooks` object as written
+    # names turned off: the user's `disabledHooks` (target user), the project's hook-overrides (project and local)
+    disabled: list[str] = Field(default_factory=list)
+    error: str | None = None  # why the file cannot be edited here (not JSON, a duplicate key, a link, too big)
+
+
+class HooksAddParams(HooksSettingsParams):
+    """Add one hook on `event` (to the group with the same `matcher`, else a new group), if the file is still the
+    one read (`digest`; null for a file that does not exist yet) and the result passes `hooks validate`."""
+
+    digest: str | None
+    event: str
+    matcher: str | None = None
+    hook: dict[str, Any]
+
+
+class HooksUpdateParams(HooksSettingsParams):
+    """Replace the hook at `at`; a `matcher` given (null for none) moves it to the group with that matcher."""
+
+    digest: str | None
+    at: HookPosition
+    hook: dict[str, Any]
+    matcher: str | None = None
+
+
+class HooksRemoveParams(HooksSettingsParams):
+    digest: str | None
+    at: HookPosition
+
+
+class HooksEnableParams(WireModel):
+    """Turn a hook off (or on again) by name: `scope` `user` writes the user's Orion settings (`disabledHooks`: any
+    hook, the built-in guards included), `project` the project's `.claude/hook-overrides.json` (its own hooks only)."""
+
+    name: str
+    enabled: bool
+    scope: Literal["user", "project"] = "user"
+    project_dir: str | None = None
+
+
+class HooksEditResult(WireModel):
+    path: str
+    digest: str  # the file's digest after the edit: the next edit names it
+    at: HookPosition | None = None  # where the added or changed hook now is
+    warnings: list[str] = Field(default_factory=list)  # what `hooks validate` warns about in the new file
+    # With a projectDir: whether the project's hooks are trusted after the edit and the hash the user reviews and
+    # passes to `hooks/trust` (a project file edited from the app waits for that review like any other change).
+    trusted: bool | None = None
+    trust_hash: str | None = None
 
 
 class HooksTestParams(HookScope):

@@ -105,3 +105,29 @@ async def test_fork_goes_on_from_a_copy_and_leaves_the_original_as_it_was(tmp_pa
             await conn.fork_session(session_id="no-such-session", cwd=str(project_dir), mcp_servers=[])
         assert "no session" in str(unknown.value)
     assert sdk_errors == []
+
+
+async def test_the_settings_page_edits_hooks_through_acp_extension_methods(tmp_path: Path, sdk_errors: list) -> None:
+    """The hooks API over ACP (`_orion/hooks/settings`, `_orion/hooks/add`, `_orion/hooks/remove`): advertised in
+    the handshake, a project edit waits for review, and a stale digest gets Orion's own code."""
+    from acp.exceptions import RequestError
+
+    project_dir = project(tmp_path)
+    hook = {"type": "command", "name": "from-an-editor", "command": "printf hi"}
+    async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
+        assert {"_orion/hooks/settings", "_orion/hooks/add", "_orion/hooks/update", "_orion/hooks/remove",
+                "_orion/hooks/enable"} <= set(init.field_meta["orion"]["methods"])
+        await trust(conn, project_dir)
+        read = await conn.ext_method("orion/hooks/settings", {"target": "project", "projectDir": str(project_dir)})
+        added = await conn.ext_method("orion/hooks/add", {"target": "project", "projectDir": str(project_dir),
+                                                          "digest": read["digest"], "event": "Stop", "hook": hook})
+        assert added["trusted"] is False and added["at"]["event"] == "Stop"
+        with pytest.raises(RequestError) as stale:
+            await conn.ext_method("orion/hooks/remove", {"target": "project", "projectDir": str(project_dir),
+                                                         "digest": read["digest"], "at": added["at"]})
+        assert stale.value.code == -31008
+        await conn.ext_method("orion/hooks/remove", {"target": "project", "projectDir": str(project_dir),
+                                                     "digest": added["digest"], "at": added["at"]})
+        listed = await conn.ext_method("orion/hooks/list", {"projectDir": str(project_dir)})
+        assert "from-an-editor" not in {h["name"] for h in listed["hooks"]}
+    assert sdk_errors == []

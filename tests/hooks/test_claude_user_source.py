@@ -79,7 +79,7 @@ def test_sources_concatenate_in_documented_order_then_programmatic(project, tmp_
         ("prog", "programmatic")]
     first = hs.to_listing()[0]
     assert set(first) == {"id", "name", "event", "matcher", "type", "source", "sourceFile", "state", "reason",
-                          "timeout", "failClosed", "async", "runs"}
+                          "timeout", "failClosed", "async", "runs", "at"}
     assert first["sourceFile"] == str(builtin) and first["state"] == "active"
     row = next(r for r in hs.to_listing() if r["name"] == "c")
     assert row["source"] == "claude-user" and row["sourceFile"] == str(claude_user)

@@ -191,7 +191,7 @@ export interface BlobResourceContents {
   mimeType?: string;
 }
 
-/** A session setting the client shows as a picker; the sidecar offers `mode` (category `mode`, the permission mode as `session/set_mode` sets it) and `model` (category `model`). */
+/** A session setting the client shows as a picker; the sidecar offers `mode` (category `mode`, the permission mode as `session/set_mode` sets it), `model` (category `model`) and, for a model with effort levels, `effort` (category `thought_level`). */
 export interface ConfigOptionSelect {
   _meta?: Record<string, unknown>;
   type: "select";
@@ -247,6 +247,14 @@ export interface HookInfo {
   once: boolean;
   asyncRewake: boolean;
   boundary: "box" | "outside" | null;
+  at: HookPosition | null;
+}
+
+/** A hook's place in its file: `$.hooks.<event>[<group>].hooks[<index>]` (what `hooks/list` rows carry as `at`). */
+export interface HookPosition {
+  event: string;
+  group: number;
+  index: number;
 }
 
 /** One line a running hook wrote. */
@@ -306,12 +314,31 @@ export interface HookStatsRow {
   cancelled: number;
 }
 
+export interface HooksEditResult {
+  path: string;
+  digest: string;
+  at: HookPosition | null;
+  warnings: string[];
+  trusted: boolean | null;
+  trustHash: string | null;
+}
+
 export interface HooksListResult {
   hooks: HookInfo[];
   warnings: string[];
   trustHash: string | null;
   trusted: boolean | null;
   trust: TrustInfo | null;
+}
+
+export interface HooksSettingsResult {
+  target: "user" | "claude-user" | "project" | "local";
+  path: string;
+  exists: boolean;
+  digest: string | null;
+  hooks: Record<string, unknown>;
+  disabled: string[];
+  error: string | null;
 }
 
 /** Slowest (p95) first. */
@@ -723,6 +750,37 @@ export interface HookScope {
   vaultDir?: string | null;
 }
 
+/** Add one hook on `event` (to the group with the same `matcher`, else a new group), if the file is still the one read (`digest`; null for a file that does not exist yet) and the result passes `hooks validate`. */
+export interface HooksAddParams {
+  target: "user" | "claude-user" | "project" | "local";
+  projectDir?: string | null;
+  digest: string | null;
+  event: string;
+  matcher?: string | null;
+  hook: Record<string, unknown>;
+}
+
+/** Turn a hook off (or on again) by name: `scope` `user` writes the user's Orion settings (`disabledHooks`: any hook, the built-in guards included), `project` the project's `.claude/hook-overrides.json` (its own hooks only). */
+export interface HooksEnableParams {
+  name: string;
+  enabled: boolean;
+  scope?: "user" | "project";
+  projectDir?: string | null;
+}
+
+export interface HooksRemoveParams {
+  target: "user" | "claude-user" | "project" | "local";
+  projectDir?: string | null;
+  digest: string | null;
+  at: HookPosition;
+}
+
+/** One settings file whose hooks an app's settings page shows and edits: `user` (Orion's user settings), `claude-user` (the user's Claude Code settings, which `claude` runs hooks from too), `project` (`<projectDir>/.claude/settings.json`) or `local` (`<projectDir>/.claude/settings.local.json`). */
+export interface HooksSettingsParams {
+  target: "user" | "claude-user" | "project" | "local";
+  projectDir?: string | null;
+}
+
 /** Which records: one session's, one project's, or all; optionally a time range (`30m`, `7d`, ISO 8601 UTC). */
 export interface HooksStatsParams {
   sessionId?: string | null;
@@ -749,6 +807,16 @@ export interface HooksTrustParams {
   hash?: string | null;
   revoke?: boolean;
   plugin?: string | null;
+}
+
+/** Replace the hook at `at`; a `matcher` given (null for none) moves it to the group with that matcher. */
+export interface HooksUpdateParams {
+  target: "user" | "claude-user" | "project" | "local";
+  projectDir?: string | null;
+  digest: string | null;
+  at: HookPosition;
+  hook: Record<string, unknown>;
+  matcher?: string | null;
 }
 
 export interface HttpHeader {
@@ -905,6 +973,11 @@ export interface AcpMethods {
   "_orion/hooks/list": { params: HookScope; result: HooksListResult };
   "_orion/hooks/reload": { params: HookScope; result: HooksListResult };
   "_orion/hooks/trust": { params: HooksTrustParams; result: HooksTrustResult };
+  "_orion/hooks/settings": { params: HooksSettingsParams; result: HooksSettingsResult };
+  "_orion/hooks/add": { params: HooksAddParams; result: HooksEditResult };
+  "_orion/hooks/update": { params: HooksUpdateParams; result: HooksEditResult };
+  "_orion/hooks/remove": { params: HooksRemoveParams; result: HooksEditResult };
+  "_orion/hooks/enable": { params: HooksEnableParams; result: HooksEditResult };
   "_orion/hooks/test": { params: HooksTestParams; result: HooksTestResult };
   "_orion/hooks/stats": { params: HooksStatsParams; result: HooksStatsResult };
   "_orion/memory/search": { params: MemorySearchParams; result: MemorySearchResult };
