@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,28 +226,49 @@ class _FileLock:
 
 
 def _write(where: Path, data: bytes, *, project: bool) -> None:
+    try:
+        _write_file(where, data, project=project)
+    except OSError as exc:
+        raise SettingsEditError(f"{where}: cannot write: {exc.strerror or exc}; nothing was changed",
+                                path=str(where)) from None
+
+
+def _write_file(where: Path, data: bytes, *, project: bool) -> None:
     """Temp file beside `where`, flushed, renamed over it. Mode: the existing file's (a project's), 0644 for a new
-    project file, 0600 for the user's files."""
+    project file, 0600 for the user's files. A project's file is written through a handle on its `.claude/` opened
+    without following a link, so a folder swapped for a link after the checks is not written into."""
     try:
         existing = os.lstat(where).st_mode
     except FileNotFoundError:
         existing = None
     mode = (stat.S_IMODE(existing) if existing is not None else 0o644) if project else 0o600
-    where.parent.mkdir(parents=True, exist_ok=True, mode=0o755 if project else 0o700)
-    fd, tmp = tempfile.mkstemp(prefix=f".{where.name}.", suffix=".orion-edit", dir=where.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-        os.replace(tmp, where)
-    except BaseException:
+    if project:
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
+            os.mkdir(where.parent, 0o755)
+        except FileExistsError:
             pass
-        raise
+        folder = os.open(where.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    else:
+        where.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder = os.open(where.parent, os.O_RDONLY | os.O_DIRECTORY)
+    tmp = f".{where.name}.{os.urandom(6).hex()}.orion-edit"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fchmod(fh.fileno(), mode)
+                os.fsync(fh.fileno())
+            os.replace(tmp, where.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=folder)
+            except FileNotFoundError:
+                pass
+            raise
+    finally:
+        os.close(folder)
 
 
 def _serialise(doc: dict[str, Any]) -> bytes:
