@@ -60,6 +60,11 @@ class AcpDialect:
         # A session's directory, for the absolute paths ACP asks for in tool calls (None: unknown, paths as given).
         self.cwd_of: Callable[[str], str | None] = cwd_of or (lambda _sid: None)
         self.wanted = events_wanted(client_capabilities)
+        session_caps = client_capabilities.get("session") if isinstance(client_capabilities, dict) else None
+        session_caps = session_caps if isinstance(session_caps, dict) else {}
+        # ACP's own notice and compaction updates, only for a client that advertised them (ACP: MUST only send then).
+        self.notices = isinstance(session_caps.get("notices"), dict)
+        self.compaction = isinstance(session_caps.get("compaction"), dict)
         # Each session's next event number, the most recently used last: bounded, so a connection that starts and
         # ends sessions for days keeps only the recent ones' counters (a session idle past that many others starts
         # its numbers again; a client orders by it only within a run of events).
@@ -73,12 +78,18 @@ class AcpDialect:
         """(method, params) to send for one core event; empty when an ACP client has no use for it."""
         if event == "session/update":
             sid = params["sessionId"]
+            update = params["update"]
+            if self.notices and update.get("sessionUpdate") == "notice":
+                return [("session/update", {"sessionId": sid, "update": acp_notice(update)})]
             return [("session/update", {"sessionId": sid, "update": update})
-                    for update in self.updates(params["update"], self.cwd_of(sid))]
+                    for update in self.updates(update, self.cwd_of(sid))]
         tool_call_id = self._track_execution(event, params)
+        out = []
+        if event == "contextSummaryUpdated" and self.compaction and params.get("sessionId"):
+            out.append(("session/update", {"sessionId": params["sessionId"], "update": acp_compaction(params)}))
         if event in self.wanted:
-            return [(EXT_PREFIX + event, self._extension(params, tool_call_id))]
-        return []
+            out.append((EXT_PREFIX + event, self._extension(params, tool_call_id)))
+        return out
 
     def _track_execution(self, event: str, params: dict[str, Any]) -> str | None:
         execution = params.get("executionId")
@@ -194,6 +205,42 @@ class AcpDialect:
         if reason:
             out["_meta"] = {"orion": {"reason": reason, "toolName": params.get("toolName")}}
         return out
+
+
+NOTICE_SEVERITIES = {"info": "info", "warning": "warning", "error": "error"}
+NOTICE_TITLE_CHARS = 160
+
+
+def acp_notice(update: dict[str, Any]) -> dict[str, Any]:
+    """Orion's notice as ACP's `notice` update: its first line as the title (which must stand alone), the whole text
+    as the description when there is more, the severity, and what raised it in `_meta.orion.notice`."""
+    text = str(update.get("text") or "").strip()
+    first = text.splitlines()[0].strip() if text else ""
+    title = first if len(first) <= NOTICE_TITLE_CHARS else first[:NOTICE_TITLE_CHARS - 1].rstrip() + "…"
+    if not title:
+        hook = update.get("hookName") or update.get("source") or "Orion"
+        title = f"{hook}: {update.get('event') or 'notice'}"
+    body: dict[str, Any] = {"sessionUpdate": "notice", "severity": NOTICE_SEVERITIES.get(update.get("level"), "info"),
+                            "title": title}
+    if text and text != title:
+        body["description"] = text
+    notice = {k: update[k] for k in ("level", "source", "hookName", "event") if update.get(k) is not None}
+    if notice:
+        body["_meta"] = {"orion": {"notice": notice}}
+    return body
+
+
+def acp_compaction(params: dict[str, Any]) -> dict[str, Any]:
+    """A finished compaction (the `contextSummaryUpdated` event: its redacted summary) as ACP's `compaction_update`.
+    Orion hears of a compaction once it is over, so its one update is `completed` with the summary."""
+    import uuid
+
+    summary = str(params.get("summary") or "")
+    body: dict[str, Any] = {"sessionUpdate": "compaction_update", "compactionId": str(uuid.uuid4()),
+                            "status": "completed", "_meta": {"orion": {"trigger": params.get("trigger")}}}
+    if summary:
+        body["summary"] = [_text(summary)]
+    return body
 
 
 def acp_usage(usage: dict[str, Any]) -> dict[str, Any] | None:

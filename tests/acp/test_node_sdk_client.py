@@ -26,7 +26,7 @@ NODE_DIR = Path(__file__).with_name("node")
 
 
 def run_node_client(tmp_path: Path, project_dir: Path, *, events: bool, permissions: list[str],
-                    steps: list[dict[str, Any]]) -> dict:
+                    steps: list[dict[str, Any]], session_capabilities: dict[str, Any] | None = None) -> dict:
     node = shutil.which("node")
     assert node, "Node.js is needed for the ACP TypeScript SDK test (scripts/bootstrap.sh installs the package)"
     assert (NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk").is_dir(), (
@@ -34,7 +34,8 @@ def run_node_client(tmp_path: Path, project_dir: Path, *, events: bool, permissi
     readme = project_dir / "README.md"
     readme.write_text("# hooked\n")
     config = {"python": sys.executable, "repo": str(REPO_ROOT), "project": str(project_dir), "events": events,
-              "png": PNG, "readme": readme.as_uri(), "permissions": permissions, "steps": steps}
+              "png": PNG, "readme": readme.as_uri(), "permissions": permissions, "steps": steps,
+              "sessionCapabilities": session_capabilities}
     done = subprocess.run([node, "client.mjs", json.dumps(config)], cwd=NODE_DIR, env=child_env(tmp_path),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -163,3 +164,29 @@ def test_a_client_system_prompt_is_appended_or_replaces_and_survives_load_and_fo
     ])
     assert results(second, "session/prompt")[0]["stopReason"] == "end_turn"
     assert system_texts(tmp_path, "plain")[-1].endswith("ORION-CLIENT-OVERRIDE: you are terse.\n\nSecond block.")
+
+
+def test_notices_and_compaction_as_acp_updates_for_a_client_that_shows_them(tmp_path: Path) -> None:
+    """ACP's `notice` and `compaction_update` (the SDK parses both with its schemas) go to a client that advertised
+    `session.notices` / `session.compaction`; a client that did not gets the message line marked as Orion's notice
+    and nothing for the compaction (ACP: MUST only send them when advertised)."""
+    project_dir = project(tmp_path)
+    steps = [{"do": "new", "model": model("compact")},
+             {"do": "prompt", "text": "a forbidden-prompt"},  # the project's UserPromptSubmit hook blocks it
+             {"do": "prompt", "text": "Remember the codename amber-kite."},
+             {"do": "prompt", "text": "/compact"}]
+    shown = run_node_client(tmp_path, project_dir, events=False, permissions=[], steps=steps,
+                            session_capabilities={"notices": {}, "compaction": {}})
+    [notice] = [u for u in shown["updates"] if u["sessionUpdate"] == "notice"]
+    assert notice["severity"] == "error" and "E2E-PROMPT-BLOCKED" in notice["title"] + notice.get("description", "")
+    assert notice["_meta"]["orion"]["notice"] == {"level": "error", "source": "hook", "event": "UserPromptSubmit"}
+    assert not [u for u in shown["updates"] if u.get("_meta", {}).get("orion", {}).get("notice")
+                and u["sessionUpdate"] == "agent_message_chunk"]  # not twice
+    [compaction] = [u for u in shown["updates"] if u["sessionUpdate"] == "compaction_update"]
+    assert compaction["status"] == "completed" and compaction["compactionId"]
+    assert "E2E-SUMMARY" in compaction["summary"][0]["text"] and compaction["_meta"]["orion"]["trigger"] == "manual"
+
+    plain = run_node_client(tmp_path, project_dir, events=False, permissions=[], steps=steps)
+    kinds = {u["sessionUpdate"] for u in plain["updates"]}
+    assert "notice" not in kinds and "compaction_update" not in kinds
+    assert [u for u in plain["updates"] if u.get("_meta", {}).get("orion", {}).get("notice")]

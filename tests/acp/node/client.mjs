@@ -58,6 +58,7 @@ async function waitFor(predicate, ms) {
 try {
   await app.connectWith(stream, async (agent) => {
     const capabilities = config.events ? { _meta: { orion: { events: true } } } : {};
+    if (config.sessionCapabilities) capabilities.session = config.sessionCapabilities;
     const init = checked(zod.zInitializeResponse, "initialize",
       await agent.request("initialize", { protocolVersion: 1, clientCapabilities: capabilities }));
     checked(unstable.zInitializeResponse, "initialize(unstable)", init);
