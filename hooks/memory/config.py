@@ -9,6 +9,12 @@ Sources, highest first:
    `{"url": "postgresql://…", "team": "core", "user": "alice",
    "teamProjects": {"/home/alice/app": "app"}, "bufferLimit": 10000}`.
 
+The retention (`load_retention`: how long memory is kept, and how much) is read from the same
+object and only there, `memory.retention`: `{"maxAgeDays": 90, "maxObservations": 50000,
+"projects": {"/home/alice/app": {"maxAgeDays": 30}, "/home/alice/notes": {"maxAgeDays": null}}}`.
+Absent: nothing is ever deleted. Deleting the user's memory is the user's decision: a project's
+files can neither set nor shorten it.
+
 Nothing a project carries is read here: a cloned repository's
 `.claude/settings.json` naming a database would otherwise send every prompt,
 tool output and summary of the user's sessions to a server of its choice.
@@ -100,6 +106,81 @@ def _user_memory_settings(settings_path: Path) -> dict[str, Any]:
     if not isinstance(section, dict):
         raise MemoryConfigError(f"{settings_path}: $.{SETTINGS_KEY}: expected an object")
     return section
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionRule:
+    """How much of one project's memory is kept: none of it older than `max_age_days`, and at most its newest
+    `max_observations` observations (None: no such limit). Both None: everything is kept."""
+
+    max_age_days: float | None = None
+    max_observations: int | None = None
+
+    @property
+    def limits(self) -> bool:
+        return self.max_age_days is not None or self.max_observations is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"maxAgeDays": self.max_age_days, "maxObservations": self.max_observations}
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionConfig:
+    """The user's `memory.retention`: a rule for every project, and rules of their own for some (keyed by the
+    project's real folder path, or by its key as memory files it: `proj_…`, `team:<name>`)."""
+
+    default: RetentionRule = RetentionRule()
+    projects: dict[str, RetentionRule] = field(default_factory=dict)
+    source: str = ""  # "<settings file>: $.memory.retention", for messages and status
+
+    @property
+    def limits(self) -> bool:
+        return self.default.limits or any(rule.limits for rule in self.projects.values())
+
+
+_RULE_KEYS = {"maxAgeDays", "maxObservations"}
+
+
+def _retention_rule(raw: Any, where: str, base: RetentionRule, *, top: bool = False) -> RetentionRule:
+    """One rule object (`top`: the retention itself, which also holds `projects`); a key it leaves out is
+    `base`'s, a key set to null lifts that limit."""
+    if not isinstance(raw, dict) or not set(raw) <= (_RULE_KEYS | {"projects"} if top else _RULE_KEYS):
+        raise MemoryConfigError(f"{where}: expected {{\"maxAgeDays\": days, \"maxObservations\": count}}")
+    age, count = base.max_age_days, base.max_observations
+    if "maxAgeDays" in raw:
+        age = raw["maxAgeDays"]
+        if age is not None and (isinstance(age, bool) or not isinstance(age, (int, float)) or not 0 < age < 1e6):
+            raise MemoryConfigError(f"{where}.maxAgeDays: expected a positive number of days (or null: no age limit)")
+    if "maxObservations" in raw:
+        count = raw["maxObservations"]
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+            raise MemoryConfigError(f"{where}.maxObservations: expected a positive integer (or null: no size limit)")
+    return RetentionRule(float(age) if age is not None else None, count)
+
+
+def load_retention(settings_path: Path | None = None) -> RetentionConfig:
+    """The user's memory retention (raises MemoryConfigError naming the bad setting). Read from Orion's user
+    settings only; no environment variable and no project file can set or shorten it."""
+    path = settings_path or user_settings_path()
+    raw = _user_memory_settings(path).get("retention")
+    source = f"{path}: $.{SETTINGS_KEY}.retention"
+    if raw is None:
+        return RetentionConfig(source=source)
+    default = _retention_rule(raw, source, RetentionRule(), top=True)
+    projects_raw = raw.get("projects") or {}
+    if not isinstance(projects_raw, dict):
+        raise MemoryConfigError(f"{source}.projects: expected {{\"/project/folder\": {{\"maxAgeDays\": days}}}}")
+    projects: dict[str, RetentionRule] = {}
+    for key, rule in projects_raw.items():
+        where = f"{source}.projects[{json.dumps(key)}]"
+        folder = os.path.expanduser(key)
+        if os.path.isabs(folder):
+            key = os.path.realpath(folder)
+        elif not key.startswith(("proj_", SHARED_PREFIX)):
+            raise MemoryConfigError(f"{where}: a project is its folder as an absolute path, or its id (proj_…) or "
+                                    f"shared name ({SHARED_PREFIX}…)")
+        projects[key] = _retention_rule(rule, where, default)
+    return RetentionConfig(default=default, projects=projects, source=source)
 
 
 def load_config(environ: dict[str, str] | None = None, settings_path: Path | None = None) -> MemoryConfig:

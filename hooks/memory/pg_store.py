@@ -34,6 +34,10 @@ the caller: the session goes on without the database.
   few (visibility, project) searched are kept in memory as the SQLite store
   keeps them (`PgCodeCache`), caught up at each search by reading only the
   blocks stamped with a generation newer than the cache's (schema 3).
+- **Retention** (`prune`): the user's own rows only (`owner`), never a
+  teammate's, in batches of at most PRUNE_BATCH rows per transaction, through
+  every index: the rows (their `tsvector` and GIN entries go with them), their
+  vectors and codes (`PgVectorIndex.delete`), and the sessions left empty.
 """
 
 from __future__ import annotations
@@ -54,18 +58,19 @@ import psycopg
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from hooks.memory.config import SHARED_PREFIX, MemoryConfig, owner_of, shared_project
+from hooks.memory.config import SHARED_PREFIX, MemoryConfig, RetentionRule, owner_of, shared_project
 from hooks.memory.embedder import CODE_BYTES, embedder_status, get_embedder
 from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
 from hooks.memory.ranking import search as ranked_search
+from hooks.memory.retention import PRUNE_BATCH, VECTOR_BYTES, Cut, Removed, cut_of
 from hooks.memory.spool import Op, Spool
 from hooks.memory.store import (BACKFILL_BATCH, RANK_WINDOW, ContextItems, SchemaTooNewError, fts_query, iso_utc,
                                 make_hit)
 from hooks.memory.usage import UsageSql
 from hooks.memory.usage import usage as usage_of
 from hooks.memory.tags import strip_tags
-from hooks.memory.vectors import (BLOCK, CACHED_PROJECTS, CANDIDATES, EPOCH, GENERATION, SCAN_BATCH, CodeEntry,
-                                  choose, pack_vector, rank_by_cosine)
+from hooks.memory.vectors import (BLOCK, CACHED_PROJECTS, CANDIDATES, DROPPED, EPOCH, GENERATION, SCAN_BATCH,
+                                  CodeEntry, choose, pack_vector, rank_by_cosine, sync_dropped, tombstoned)
 from hooks.redaction import redact
 
 if TYPE_CHECKING:
@@ -379,6 +384,40 @@ class PgVectorIndex:
         conn.execute("DELETE FROM memory_vector_blocks")
         _bump(conn, EPOCH)
 
+    @staticmethod
+    def delete(conn: Conn, items: list[int]) -> int:
+        """Forget `items` (the rows already deleted in this transaction): their vectors go, their slots become
+        tombstones, a block left with no live item goes whole and `vectors_dropped` says so (hooks/memory/vectors.py,
+        "Deletion"). The generation row is taken first, as every vector write takes it, and only then are the
+        items' vectors looked up: a backfill that indexed one of them meanwhile has committed by then, and its
+        vector is found and removed (a backfill checks its rows still exist once it holds that row: `_put_batch`).
+        Before it, the model lock in shared mode, as every vector write: a model change dropping every block never
+        runs beside it. Returns how many had a vector."""
+        if not items:
+            return 0
+        conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (MODEL_LOCK,))
+        stamp = _bump(conn, GENERATION)
+        where: dict[int, list[int]] = {}
+        for r in conn.execute("SELECT block, slot FROM memory_vectors WHERE item = ANY(%s)", ([int(i) for i in items],)):
+            where.setdefault(int(r["block"]), []).append(int(r["slot"]))
+        dropped = 0
+        for block, slots in sorted(where.items()):
+            row = conn.execute("SELECT items, codes FROM memory_vector_blocks WHERE id = %s", (block,)).fetchone()
+            if row is None:
+                continue
+            items_blob, codes_blob = tombstoned(bytes(row["items"]), bytes(row["codes"]), slots)
+            if not any(items_blob):
+                conn.execute("DELETE FROM memory_vector_blocks WHERE id = %s", (block,))
+                dropped += 1
+            else:
+                conn.execute("UPDATE memory_vector_blocks SET items = %s, codes = %s, changed = %s WHERE id = %s",
+                             (items_blob, codes_blob, stamp, block))
+        gone = conn.execute("DELETE FROM memory_vectors WHERE item = ANY(%s)", ([int(i) for i in items],)).rowcount
+        if dropped:
+            conn.execute("INSERT INTO memory_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE"
+                         " SET value = (memory_meta.value::bigint + %s)::text", (DROPPED, str(dropped), dropped))
+        return int(gone)
+
     def nearest(self, conn: Conn, query: np.ndarray, query_code: np.ndarray, *, where: str,
                 params: dict[str, Any], k: int, candidates: int = CANDIDATES) -> list[tuple[int, float]]:
         """The `k` items of the blocks matching `where` closest to `query`, as (item, cosine), best first.
@@ -461,16 +500,27 @@ class PgCodeCache:
         # starts its counters over, and must not be taken for the one cached.
         with conn.cursor(row_factory=tuple_row) as cur:
             meta = dict(cur.execute(
-                "SELECT key, value FROM memory_meta WHERE key IN (%s, %s) UNION ALL"
+                "SELECT key, value FROM memory_meta WHERE key IN (%s, %s, %s) UNION ALL"
                 " SELECT 'oid', oid::text FROM pg_database WHERE datname = current_database()",
-                (GENERATION, EPOCH)).fetchall())
-        generation = int(meta.get(GENERATION, 0))
+                (GENERATION, EPOCH, DROPPED)).fetchall())
+        generation, dropped = int(meta.get(GENERATION, 0)), int(meta.get(DROPPED, 0))
         epoch = (int(meta.get("oid", 0)) << 32) + int(meta.get(EPOCH, 0))
         entry = self._entries.pop(key, None)
         # A generation older than the entry's: another search's newer snapshot caught it up, or the database went
         # back (a restore, a lagging replica). Which one cannot be told: start over, correct either way.
         if entry is None or entry.epoch != epoch or generation < entry.generation:
+            entry = None
+        else:
+            # Blocks deleted since (the retention's prune) are forgotten before the catch-up by stamp.
+            def live() -> list[int]:
+                self.catch_ups += 1
+                with conn.cursor(row_factory=tuple_row) as ids:
+                    return [r[0] for r in ids.execute(f"SELECT id FROM memory_vector_blocks WHERE {where}", params)]
+
+            entry = sync_dropped(entry, dropped, live)
+        if entry is None:
             entry = CodeEntry(epoch)
+            entry.dropped = dropped
         self._entries[key] = entry  # the newest at the end: the least recently searched goes first
         while len(self._entries) > CACHED_PROJECTS:
             del self._entries[next(iter(self._entries))]
@@ -750,10 +800,14 @@ class PostgresMemoryStore:
 
     @staticmethod
     def _ensure_session(conn: Conn, op: Op) -> None:
+        # An update, not DO NOTHING: it locks the session's row until the write commits, so a prune deleting the
+        # session as emptied either goes first (this then inserts it again) or waits and sees it updated (kept):
+        # the write's rows never reference a session deleted under them.
         conn.execute(
             "INSERT INTO sessions (owner, team, shared, session_id, project, started_at, updated_at)"
             " VALUES (%(owner)s, %(team)s, %(shared)s, %(session_id)s, %(project)s, %(now)s, %(now)s)"
-            " ON CONFLICT (owner, session_id) DO NOTHING", op)
+            " ON CONFLICT (owner, session_id) DO UPDATE SET updated_at = GREATEST(sessions.updated_at,"
+            " excluded.updated_at)", op)
 
     def begin_prompt(self, session_id: str, project: str) -> int:
         """Count one more prompt; returns its number. Numbered here, so it works (and replays) while down."""
@@ -1145,14 +1199,138 @@ class PostgresMemoryStore:
         """Inside a transaction: index a backfill batch; False (nothing written) when the vectors are another model's."""
         if not self._holds_model(conn, model):
             return False
+        # The generation row first (the lock order of PgVectorIndex), then whether the rows are still there: a prune
+        # that deleted one committed before (its vector would hang in the index alone), or waits for this commit
+        # and then finds and removes the vector (PgVectorIndex.delete).
+        _bump(conn, GENERATION)
+        there: set[int] = set()
+        for code, (_kind, table, _text) in _KIND_TABLES.items():
+            ids = [item // 4 for item, _, _ in rows if item % 4 == code]
+            if ids:
+                there.update(int(r["id"]) * 4 + code for r in conn.execute(
+                    f"SELECT id FROM {table} WHERE id = ANY(%s)", (ids,)))
         by_scope: dict[Scope, list[int]] = {}
-        for n, (_, scope, _) in enumerate(rows):
-            by_scope.setdefault(scope, []).append(n)  # a zero vector too: else it counts as missing forever
+        for n, (item, scope, _) in enumerate(rows):
+            if item in there:
+                by_scope.setdefault(scope, []).append(n)  # a zero vector too: else it counts as missing forever
         for scope in sorted(by_scope):  # scope locks in one order: two backfills never wait on each other in a cycle
             ns = by_scope[scope]
             # a row a writer indexed meanwhile is replaced by the same vector: harmless
             self._vectors.put(conn, scope, [rows[n][0] for n in ns], vectors[ns], codes[ns])
         return True
+
+    # ------------------------------------------------------------------ retention (hooks/memory/retention.py)
+
+    def retention_projects(self) -> list[str]:
+        """Every project this installation has stored something in (its own rows: a prune touches no other)."""
+        rows = self._query(lambda conn: conn.execute(
+            "SELECT project FROM sessions WHERE owner = %(owner)s UNION SELECT project FROM observations WHERE"
+            " owner = %(owner)s UNION SELECT project FROM session_summaries WHERE owner = %(owner)s",
+            self._scope()).fetchall())
+        return sorted(r["project"] for r in rows)
+
+    def _cut(self, conn: Conn, project: str, rule: RetentionRule) -> Cut | None:
+        def nth_newest(n: int) -> tuple[float, int] | None:
+            row = conn.execute("SELECT created_at, id FROM observations WHERE owner = %(owner)s AND project = %(p)s"
+                               " ORDER BY created_at DESC, id DESC OFFSET %(k)s LIMIT 1",
+                               self._scope(p=project, k=n - 1)).fetchone()
+            return (float(row["created_at"]), int(row["id"])) if row else None
+
+        return cut_of(rule, self._clock(), nth_newest)
+
+    def preview_prune(self, project: str, rule: RetentionRule, *, with_bytes: bool = True) -> Removed:
+        """What `prune(project, rule)` would remove now, changing nothing (`with_bytes`: also bytes and vectors).
+        Raises when the server does not answer."""
+
+        def read(conn: Conn) -> Removed:
+            out = Removed()
+            cut = self._cut(conn, project, rule)
+            if cut is None:
+                return out
+            params = self._scope(p=project, at=cut.at, id=cut.id)
+            for kind, (table, size, code) in _PRUNED.items():
+                doomed = _DOOMED_OBSERVATIONS if kind == "observations" else _DOOMED_BEFORE
+                if with_bytes:
+                    row = conn.execute(
+                        f"SELECT count(*) AS n, coalesce(sum({size}), 0) AS size, (SELECT count(*) FROM memory_vectors"
+                        f" WHERE item IN (SELECT id * 4 + {code} FROM {table} WHERE {doomed})) AS vectors FROM {table}"
+                        f" WHERE {doomed}", params).fetchone()
+                    assert row is not None
+                    out.vectors += int(row["vectors"])
+                    out.bytes += int(row["size"]) + int(row["vectors"]) * VECTOR_BYTES
+                    setattr(out, kind, int(row["n"]))
+                else:
+                    setattr(out, kind, int(_scalar(conn, f"SELECT count(*) FROM {table} WHERE {doomed}", params)))
+            out.sessions = int(_scalar(conn, f"SELECT count(*) FROM sessions s WHERE {_PREVIEWED_SESSION}", params))
+            return out
+
+        return self._query(read)
+
+    def prune(self, project: str, rule: RetentionRule, *, batch: int = PRUNE_BATCH,
+              should_stop: Callable[[], bool] | None = None) -> Removed:
+        """Remove what `rule` does not keep of this installation's rows of `project` (hooks/memory/retention.py):
+        the rows (their full-text entries go with them), their vectors and codes, the sessions left empty; at most
+        `batch` rows per transaction. A teammate's rows of a shared project are theirs to keep. Raises when the
+        server does not answer (what was committed stays removed; the next run goes on)."""
+        cut = self._query(lambda conn: self._cut(conn, project, rule))
+        out = Removed()
+        if cut is None:
+            return out
+        params = self._scope(p=project, at=cut.at, id=cut.id, n=batch)
+
+        def step(conn: Conn, kind: str) -> Removed:
+            got = Removed()
+            if kind == "sessions":
+                got.sessions = conn.execute(
+                    f"DELETE FROM sessions WHERE id IN (SELECT id FROM sessions s WHERE {_EMPTY_SESSION}"
+                    " LIMIT %(n)s) AND updated_at < %(at)s", params).rowcount
+                return got
+            table, size, code = _PRUNED[kind]
+            doomed = _DOOMED_OBSERVATIONS if kind == "observations" else _DOOMED_BEFORE
+            # The rows first (their row locks), then the vectors (the generation row): a write updating one of
+            # these rows takes the same two in the same order, so the two never wait on each other in a cycle.
+            rows = conn.execute(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE {doomed} ORDER BY"
+                                f" created_at, id LIMIT %(n)s) AND {doomed} RETURNING id, {size} AS size",
+                                params).fetchall()
+            setattr(got, kind, len(rows))
+            got.vectors = self._vectors.delete(conn, [int(r["id"]) * 4 + code for r in rows])
+            got.bytes = sum(int(r["size"]) for r in rows) + got.vectors * VECTOR_BYTES
+            return got
+
+        for kind in ("observations", "prompts", "summaries", "sessions"):
+            while not (should_stop and should_stop()):
+                try:
+                    got = self._write(lambda conn, kind=kind: step(conn, kind))
+                except psycopg.errors.ForeignKeyViolation:
+                    # A write replayed from a spool gave an emptied session a row meanwhile: it stays, and so does
+                    # the rest of this pass's sessions (the next pass looks again).
+                    break
+                out.add(got)
+                if getattr(got, kind) < batch:
+                    break
+        return out
+
+
+# What a retention cut removes of the installation's rows (hooks/memory/retention.py), per kind: the table, a row's
+# bytes, its kind's code in a vector item (`id * 4 + code`). `%(p)s` the project, `%(at)s`/`%(id)s` the cut.
+_PRUNED: dict[str, tuple[str, str, int]] = {
+    "observations": ("observations", "octet_length(text) + octet_length(tool_name)", KIND_CODES["observation"]),
+    "prompts": ("user_prompts", "octet_length(text)", KIND_CODES["prompt"]),
+    "summaries": ("session_summaries", "octet_length(request) + octet_length(outcome)", KIND_CODES["summary"]),
+}
+_DOOMED_OBSERVATIONS = ("owner = %(owner)s AND project = %(p)s AND (created_at < %(at)s OR (created_at = %(at)s AND"
+                        " id < %(id)s))")
+_DOOMED_BEFORE = "owner = %(owner)s AND project = %(p)s AND created_at < %(at)s"
+_EMPTIED_SESSION = ("s.owner = %(owner)s AND s.project = %(p)s AND s.started_at < %(at)s AND s.updated_at < %(at)s"
+                    " AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.owner = s.owner AND"
+                    " o.session_id = s.session_id{obs}) AND NOT EXISTS (SELECT 1 FROM user_prompts u WHERE"
+                    " u.owner = s.owner AND u.session_id = s.session_id{prompts}) AND NOT EXISTS (SELECT 1 FROM"
+                    " session_summaries m WHERE m.owner = s.owner AND m.session_id = s.session_id{summaries})")
+_PREVIEWED_SESSION = _EMPTIED_SESSION.format(
+    obs=" AND NOT (o.project = %(p)s AND (o.created_at < %(at)s OR (o.created_at = %(at)s AND o.id < %(id)s)))",
+    prompts=" AND NOT (u.project = %(p)s AND u.created_at < %(at)s)",
+    summaries=" AND NOT (m.project = %(p)s AND m.created_at < %(at)s)")
+_EMPTY_SESSION = _EMPTIED_SESSION.format(obs="", prompts="", summaries="")
 
 
 def _scalar(conn: Conn, sql: str, params: Any) -> Any:

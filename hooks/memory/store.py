@@ -33,10 +33,11 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from hooks.memory import bm25
-from hooks.memory.config import MemoryConfig, MemoryConfigError, install_id, load_config
+from hooks.memory.config import MemoryConfig, MemoryConfigError, RetentionRule, install_id, load_config
 from hooks.memory.embedder import embedder_status, get_embedder
 from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
 from hooks.memory.ranking import search as ranked_search
+from hooks.memory.retention import PRUNE_BATCH, VECTOR_BYTES, Cut, Removed, cut_of
 from hooks.memory.usage import UsageSql
 from hooks.memory.usage import usage as usage_of
 from hooks.memory.vectors import VectorIndex
@@ -191,6 +192,29 @@ RANK_WINDOW = 500
 MOST = 0.6
 BACKFILL_BATCH = 256
 _TEXTS_AFTER = "SELECT rowid, project, text FROM memory_fts WHERE rowid > ? ORDER BY rowid LIMIT ?"
+
+# What a retention cut removes (hooks/memory/retention.py), per table: which rows (`:p` the project, `:at`/`:id` the
+# cut), their bytes, and their full-text rowid (which is also their vector index item). Each is a range of the
+# table's (project, created_at) index, or of the project's sessions; a prompt's project is its session's.
+_DOOMED: dict[str, tuple[str, str, str, str]] = {
+    "observations": ("observations", "project = :p AND (created_at < :at OR (created_at = :at AND id < :id))",
+                     "length(CAST(text AS BLOB)) + length(CAST(tool_name AS BLOB))", "id"),
+    "prompts": ("user_prompts", "created_at < :at AND session_id IN (SELECT session_id FROM sessions"
+                " WHERE project = :p)", "length(CAST(text AS BLOB))", "-2 * id"),
+    "summaries": ("session_summaries", "project = :p AND created_at < :at",
+                  "length(CAST(request AS BLOB)) + length(CAST(outcome AS BLOB))", "-2 * id - 1"),
+}
+# A session of the project, untouched since before the cut, none of whose rows is left (`{left}`: which rows count as
+# left; after the deletes, any row).
+_EMPTIED_SESSION = ("project = :p AND started_at < :at AND updated_at < :at"
+                    " AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.session_id = s.session_id{obs})"
+                    " AND NOT EXISTS (SELECT 1 FROM user_prompts u WHERE u.session_id = s.session_id{prompts})"
+                    " AND NOT EXISTS (SELECT 1 FROM session_summaries m WHERE m.session_id = s.session_id{summaries})")
+# A preview counts a session as emptied when every row it has would go.
+_PREVIEWED_SESSION = _EMPTIED_SESSION.format(
+    obs=" AND NOT (o.project = :p AND (o.created_at < :at OR (o.created_at = :at AND o.id < :id)))",
+    prompts=" AND u.created_at >= :at", summaries=" AND NOT (m.project = :p AND m.created_at < :at)")
+_EMPTY_SESSION = _EMPTIED_SESSION.format(obs="", prompts="", summaries="")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 16
@@ -736,9 +760,14 @@ class MemoryStore:
             def tx(conn: sqlite3.Connection, rows=rows, vectors=vectors, codes=codes) -> None:
                 if self._model_checked != embedder.model_id:
                     return
+                # An item a prune removed since it was read gets no vector (it would hang in the index alone).
+                marks = ", ".join("?" * len(rows))
+                there = {int(r[0]) for r in conn.execute(f"SELECT rowid FROM memory_fts WHERE rowid IN ({marks})",
+                                                         [row[0] for row in rows])}
                 by_project: dict[str, list[int]] = {}
                 for n in range(len(rows)):
-                    by_project.setdefault(rows[n][1], []).append(n)
+                    if rows[n][0] in there:
+                        by_project.setdefault(rows[n][1], []).append(n)
                 for project, ns in by_project.items():
                     # a row a writer indexed meanwhile is replaced by the same vector: harmless
                     self._vectors.put(conn, project, [rows[n][0] for n in ns], vectors[ns], codes[ns])
@@ -749,6 +778,86 @@ class MemoryStore:
             if progress is not None:
                 progress(done, left)
         return done
+
+    # ------------------------------------------------------------------ retention (hooks/memory/retention.py)
+
+    def retention_projects(self) -> list[str]:
+        """Every project with something stored."""
+        return sorted(r["project"] for r in self._read(
+            "SELECT project FROM sessions UNION SELECT project FROM observations UNION SELECT project FROM"
+            " session_summaries"))
+
+    def _cut(self, project: str, rule: RetentionRule) -> Cut | None:
+        def nth_newest(n: int) -> tuple[float, int] | None:
+            row = self._conn.execute("SELECT created_at, id FROM observations WHERE project = ?"
+                                     " ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?", (project, n - 1)).fetchone()
+            return (float(row[0]), int(row[1])) if row else None
+
+        with self._lock:
+            return cut_of(rule, self._clock(), nth_newest)
+
+    def preview_prune(self, project: str, rule: RetentionRule, *, with_bytes: bool = True) -> Removed:
+        """What `prune(project, rule)` would remove now, changing nothing (`with_bytes`: also the bytes and the
+        vectors, which reads the rows; without, counts by index only)."""
+        cut = self._cut(project, rule)
+        out = Removed()
+        if cut is None:
+            return out
+        params = {"p": project, "at": cut.at, "id": cut.id}
+        with self._lock:
+            for kind, (table, doomed, size, item) in _DOOMED.items():
+                if with_bytes:
+                    n, total, vectors = self._conn.execute(
+                        f"SELECT count(*), coalesce(sum({size}), 0), (SELECT count(*) FROM memory_vectors WHERE item IN"
+                        f" (SELECT {item} FROM {table} WHERE {doomed})) FROM {table} WHERE {doomed}", params).fetchone()
+                    out.bytes += int(total) + int(vectors) * VECTOR_BYTES
+                    out.vectors += int(vectors)
+                else:
+                    n = self._conn.execute(f"SELECT count(*) FROM {table} WHERE {doomed}", params).fetchone()[0]
+                setattr(out, kind, int(n))
+            out.sessions = int(self._conn.execute(f"SELECT count(*) FROM sessions s WHERE {_PREVIEWED_SESSION}",
+                                                  params).fetchone()[0])
+        return out
+
+    def prune(self, project: str, rule: RetentionRule, *, batch: int = PRUNE_BATCH,
+              should_stop: Callable[[], bool] | None = None) -> Removed:
+        """Remove what `rule` does not keep of `project` (hooks/memory/retention.py), through every index: the
+        rows, their full-text rows, their vectors and codes (hooks/memory/vectors.py `delete`), and the sessions
+        left empty. At most `batch` rows per transaction, each a write like any other (other writers wait for one
+        batch at most, and this waits for them as every write does). `should_stop` is asked between batches."""
+        cut = self._cut(project, rule)
+        out = Removed()
+        if cut is None:
+            return out
+        params = {"p": project, "at": cut.at, "id": cut.id, "n": batch}
+
+        def step(conn: sqlite3.Connection, kind: str) -> Removed:
+            got = Removed()
+            if kind == "sessions":
+                got.sessions = conn.execute(f"DELETE FROM sessions WHERE id IN (SELECT id FROM sessions s WHERE"
+                                            f" {_EMPTY_SESSION} LIMIT :n)", params).rowcount
+                return got
+            table, doomed, size, item = _DOOMED[kind]
+            rows = conn.execute(f"SELECT id, {item}, {size} FROM {table} WHERE {doomed} ORDER BY created_at, id"
+                                " LIMIT :n", params).fetchall()
+            if not rows:
+                return got
+            ids, items = [int(r[0]) for r in rows], [int(r[1]) for r in rows]
+            got.vectors = self._vectors.delete(conn, items)
+            marks = ", ".join("?" * len(ids))
+            conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", items)
+            conn.execute(f"DELETE FROM {table} WHERE id IN ({marks})", ids)
+            setattr(got, kind, len(ids))
+            got.bytes = sum(int(r[2]) for r in rows) + got.vectors * VECTOR_BYTES
+            return got
+
+        for kind in ("observations", "prompts", "summaries", "sessions"):
+            while not (should_stop and should_stop()):
+                got = self._write(lambda conn, kind=kind: step(conn, kind))
+                out.add(got)
+                if getattr(got, kind) < batch:
+                    break
+        return out
 
 
 def make_hit(row: Any, snippet: str, score: float, why: dict[str, Any]) -> dict[str, Any]:

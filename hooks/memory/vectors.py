@@ -24,6 +24,13 @@ Texts and vectors are never held: a search reads the candidates' vectors and the
 
 A tombstone (item 0) marks a slot whose item is gone; item 0 is never a full-text rowid (observations count from
 1, prompts and summaries are negative).
+
+Deletion (`delete`, the retention's prune). A deleted item's vector row goes, its slot becomes a tombstone (item 0, a
+zero code) and its block is stamped like any change, so a cache patches that block at its next catch-up. A block
+left with no live item is deleted whole; a catch-up by stamp cannot see a row that is gone, so every such deletion
+also bumps `memory_meta`'s `vectors_dropped`, and a cache that sees it change reads its filter's block ids (ids only)
+and turns the slots of the blocks no longer there into tombstones (`sync_dropped`). A cache holding more dropped
+blocks than live ones starts over, so its memory follows the index down.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ DISTANCE_CHUNK = 1 << 16  # slots per step of the distance pass (its buffers sta
 CACHED_PROJECTS = 4
 GENERATION = "vectors_generation"  # memory_meta: bumped by every change of a block
 EPOCH = "vectors_epoch"  # memory_meta: bumped when vectors are dropped (a cache then starts over)
+DROPPED = "vectors_dropped"  # memory_meta: bumped when blocks are deleted (a cache then forgets the missing ones)
+ITEM_BYTES = 8  # an item id in a block's `items`
 
 
 @dataclass(frozen=True)
@@ -159,6 +168,44 @@ class VectorIndex:
         if self.cache is not None:
             conn.execute(f"UPDATE memory_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{EPOCH}'")
 
+    def delete(self, conn: Any, items: Sequence[int]) -> int:
+        """Forget `items` (any projects): their vectors go, their slots become tombstones, a block left with no live
+        item goes whole (module note, "Deletion"). Returns how many of them had a vector."""
+        q = self.sql.q
+        ids = [int(i) for i in items]
+        where: dict[int, list[int]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ", ".join([self.sql.placeholder] * len(chunk))
+            for block, slot in conn.execute(f"SELECT block, slot FROM memory_vectors WHERE item IN ({marks})",
+                                            chunk).fetchall():
+                where.setdefault(int(block), []).append(int(slot))
+        if not where:
+            return 0
+        stamp = self._bump(conn)
+        dropped = 0
+        for block, slots in sorted(where.items()):
+            row = conn.execute(q("SELECT items, codes FROM memory_vector_blocks WHERE id = ?"), (block,)).fetchone()
+            if row is None:
+                continue
+            items_blob, codes_blob = tombstoned(bytes(row[0]), bytes(row[1]), slots)
+            if not any(items_blob):
+                conn.execute(q("DELETE FROM memory_vector_blocks WHERE id = ?"), (block,))
+                dropped += 1
+                continue
+            conn.execute(q("UPDATE memory_vector_blocks SET items = ?, codes = ? WHERE id = ?"),
+                         (items_blob, codes_blob, block))
+            self._stamp(conn, block, stamp)
+        gone = 0
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ", ".join([self.sql.placeholder] * len(chunk))
+            gone += conn.execute(f"DELETE FROM memory_vectors WHERE item IN ({marks})", chunk).rowcount
+        if dropped and self.cache is not None:
+            conn.execute(q("INSERT INTO memory_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
+                           " SET value = CAST(memory_meta.value AS INTEGER) + ?"), (DROPPED, str(dropped), dropped))
+        return gone
+
     # ------------------------------------------------------------------ reads
 
     def count(self, conn: Any) -> int:
@@ -241,12 +288,14 @@ class CodeEntry:
     codes are held by column (one contiguous array per 64-bit word of the code): the Hamming distance is then four
     passes over contiguous memory (~7 ms for a million items, against ~40 ms row by row)."""
 
-    __slots__ = ("epoch", "generation", "slots", "items", "codes", "size", "_dead")
+    __slots__ = ("epoch", "generation", "dropped", "gone", "slots", "items", "codes", "size", "_dead")
 
     def __init__(self, epoch: int) -> None:
         import numpy as np
 
         self.epoch, self.generation = epoch, -1
+        self.dropped = -1  # the database's `vectors_dropped` when this entry last checked for deleted blocks
+        self.gone = 0  # slot ranges of deleted blocks still held (tombstones until the entry starts over)
         self.slots: dict[int, int] = {}  # block id -> its first slot
         self.items = np.zeros(0, dtype=np.int64)
         self.codes = np.zeros((CODE_BYTES // 8, 0), dtype=np.uint64)
@@ -270,6 +319,23 @@ class CodeEntry:
         self._dead = None
         self.items[start:start + got.size] = got
         self.codes[:, start:start + got.size] = np.frombuffer(codes_blob, dtype=np.uint64).reshape(got.size, -1).T
+        # The rest of the block's range is empty: a block id SQLite hands out again (a deleted last block) may hold
+        # fewer items than the one this range held before.
+        self.items[start + got.size:start + BLOCK] = TOMBSTONE
+        self.codes[:, start + got.size:start + BLOCK] = 0
+
+    def forget_blocks(self, live: set[int]) -> None:
+        """The blocks held that are not in `live` were deleted: their slots become tombstones."""
+        for block in [b for b in self.slots if b not in live]:
+            start = self.slots.pop(block)
+            self.items[start:start + BLOCK] = TOMBSTONE
+            self.codes[:, start:start + BLOCK] = 0
+            self.gone += 1
+            self._dead = None
+
+    @property
+    def mostly_gone(self) -> bool:
+        return self.gone > len(self.slots)
 
     def distances(self, target: np.ndarray) -> np.ndarray:
         """Hamming distance of every slot's code to `target` (uint16; a tombstone's is FAR). Computed in chunks
@@ -300,6 +366,27 @@ class CodeEntry:
         import numpy as np
 
         return np.stack([np.take(self.codes[word], slots) for word in range(self.codes.shape[0])], axis=1).view(np.uint8)
+
+
+def tombstoned(items_blob: bytes, codes_blob: bytes, slots: Iterable[int]) -> tuple[bytes, bytes]:
+    """A block's `items` and `codes` with `slots` made tombstones (item 0, a zero code: nothing of the item stays)."""
+    items, codes = bytearray(items_blob), bytearray(codes_blob)
+    for slot in slots:
+        items[slot * ITEM_BYTES:(slot + 1) * ITEM_BYTES] = bytes(ITEM_BYTES)
+        codes[slot * CODE_BYTES:(slot + 1) * CODE_BYTES] = bytes(CODE_BYTES)
+    return bytes(items), bytes(codes)
+
+
+def sync_dropped(entry: CodeEntry, dropped: int, live_blocks: Callable[[], Iterable[int]]) -> CodeEntry | None:
+    """Bring a loaded entry up to the database's `vectors_dropped` count: when it moved, the blocks that are gone
+    (`live_blocks()`: the ids the entry's filter selects now) become tombstones. None when the entry holds more
+    deleted blocks than live ones: the caller starts it over (a full load), so memory follows the index down."""
+    if entry.generation >= 0 and entry.dropped != dropped:
+        entry.forget_blocks({int(b) for b in live_blocks()})
+        if entry.mostly_gone:
+            return None
+    entry.dropped = dropped
+    return entry
 
 
 def _nearest_slots(dist: np.ndarray, count: int) -> np.ndarray:
@@ -388,11 +475,18 @@ class CodeCache:
         return choose(self._current(conn, sql, project), target, want, query)
 
     def _current(self, conn: Any, sql: VectorSql, project: str | None) -> CodeEntry:
-        meta = dict(conn.execute(f"SELECT key, value FROM memory_meta WHERE key IN ('{GENERATION}', '{EPOCH}')"))
+        meta = dict(conn.execute(f"SELECT key, value FROM memory_meta WHERE key IN ('{GENERATION}', '{EPOCH}',"
+                                 f" '{DROPPED}')"))
         generation, epoch = int(meta.get(GENERATION, 0)), int(meta.get(EPOCH, 0))
         entry = self._entries.pop(project, None)
+        if entry is not None and entry.epoch == epoch:
+            # Blocks deleted since (the retention's prune) are forgotten before the catch-up by stamp.
+            where, params = ("1 = 1", ()) if project is None else ("project = ?", (project,))
+            entry = sync_dropped(entry, int(meta.get(DROPPED, 0)), lambda: [r[0] for r in conn.execute(
+                sql.q(f"SELECT id FROM memory_vector_blocks WHERE {where}"), params)])
         if entry is None or entry.epoch != epoch:
             entry = CodeEntry(epoch)
+            entry.dropped = int(meta.get(DROPPED, 0))
         self._entries[project] = entry  # the newest at the end: the least recently searched goes first
         while len(self._entries) > CACHED_PROJECTS:
             del self._entries[next(iter(self._entries))]
