@@ -19,6 +19,7 @@ import signal
 import time
 import uuid
 import warnings
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ SDK_HOOK_EVENTS: tuple[str, ...] = ALL_EVENTS
 
 # Events whose block means the prompt (a message, a slash command, `/compact`) does nothing: the turn's stop reason
 # says "blocked" so the frontend knows a hook stopped it.
+SHOWN_WAIT_S = 0.25  # how long a subagent's hook waits for its tool call to be shown (normally: one loop turn)
 PROMPT_GATES = frozenset({"UserPromptSubmit", "UserPromptExpansion", "PreCompact"})
 
 # Given to the CLI on every start, whatever setting_sources says: a settings file must never
@@ -290,6 +292,9 @@ class AgentSession:
         self.cli_pid: int | None = None
         self._commands_sent: list[dict[str, str]] | None = None
         self._task_plan = TaskPlan()  # the agent's Task tools' list, sent as `plan` updates (sidecar/task_plan.py)
+        # A subagent's tool calls shown so far (their `tool_call` update sent), and who waits for one to be.
+        self._tools_shown: OrderedDict[str, None] = OrderedDict()
+        self._tool_waiters: dict[str, anyio.Event] = {}
         self._commands_key: tuple[Any, ...] | None = None
         self._trace_usage: dict[str, Any] = {}  # the current model request's token usage, when tracing is on
         self._box: Any = None  # the open boundary (sidecar.boundary.Box) while the CLI runs inside it
@@ -662,6 +667,8 @@ class AgentSession:
                             message,
                         )
                     )
+                    if getattr(message, "parent_tool_use_id", None):
+                        self._shown(block.id)
                 elif not self.config.include_partial_messages:
                     # Without partial messages the whole block is the only chunk there is.
                     if isinstance(block, TextBlock):
@@ -748,8 +755,30 @@ class AgentSession:
 
     # ------------------------------------------------------------------ SDK callbacks
 
+    def _shown(self, tool_use_id: str) -> None:
+        self._tools_shown[tool_use_id] = None
+        while len(self._tools_shown) > 256:
+            self._tools_shown.popitem(last=False)
+        waiter = self._tool_waiters.pop(tool_use_id, None)
+        if waiter is not None:
+            waiter.set()
+
+    async def _after_shown(self, payload: dict[str, Any], tool_use_id: str | None) -> None:
+        """A subagent's tool call is shown before its hooks run or the user is asked about it: the CLI writes the
+        assistant message before it calls back, but the SDK hands the message to our reader loop while it runs the
+        callback at once, so a client that puts a subagent's work in a child session (sidecar/acp/dialect.py) would
+        hear of the hooks before the call. Waits only for a subagent's call (`agent_id` in the CLI's input), at most
+        SHOWN_WAIT_S: the main agent's calls, and a message that never comes, cost nothing more."""
+        if not tool_use_id or not payload.get("agent_id") or tool_use_id in self._tools_shown:
+            return
+        waiter = self._tool_waiters.setdefault(tool_use_id, anyio.Event())
+        with anyio.move_on_after(SHOWN_WAIT_S):
+            await waiter.wait()
+        self._tool_waiters.pop(tool_use_id, None)
+
     def _hook_callback(self, event: str) -> Callable[..., Awaitable[dict[str, Any]]]:
         async def callback(payload: dict[str, Any], tool_use_id: str | None, _context: Any) -> dict[str, Any]:
+            await self._after_shown(payload, tool_use_id)
             try:
                 output = await self._bridge.fire(event, dict(payload), tool_use_id) or {}
             except Exception:  # noqa: BLE001 - fail open, as the hook engine does for a crashing hook

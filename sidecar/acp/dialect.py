@@ -65,6 +65,11 @@ class AcpDialect:
         # ACP's own notice and compaction updates, only for a client that advertised them (ACP: MUST only send then).
         self.notices = isinstance(session_caps.get("notices"), dict)
         self.compaction = isinstance(session_caps.get("compaction"), dict)
+        # ACP's subagent sessions (unstable RFD), for a client that advertised `subagents`: what a subagent does goes
+        # to a child session of its own, announced on its parent by `subagent_update`.
+        self.subagents = isinstance(client_capabilities.get("subagents"), dict) if isinstance(
+            client_capabilities, dict) else False
+        self._children = SubagentSessions()
         # Each session's next event number, the most recently used last: bounded, so a connection that starts and
         # ends sessions for days keeps only the recent ones' counters (a session idle past that many others starts
         # its numbers again; a client orders by it only within a run of events).
@@ -81,14 +86,20 @@ class AcpDialect:
             update = params["update"]
             if self.notices and update.get("sessionUpdate") == "notice":
                 return [("session/update", {"sessionId": sid, "update": acp_notice(update)})]
-            return [("session/update", {"sessionId": sid, "update": update})
-                    for update in self.updates(update, self.cwd_of(sid))]
+            bodies = self.updates(update, self.cwd_of(sid))
+            if self.subagents:
+                return [("session/update", routed) for routed in self._children.route(sid, update, bodies,
+                                                                                      self.cwd_of(sid))]
+            return [("session/update", {"sessionId": sid, "update": body}) for body in bodies]
         tool_call_id = self._track_execution(event, params)
         out = []
         if event == "contextSummaryUpdated" and self.compaction and params.get("sessionId"):
             out.append(("session/update", {"sessionId": params["sessionId"], "update": acp_compaction(params)}))
         if event in self.wanted:
-            out.append((EXT_PREFIX + event, self._extension(params, tool_call_id)))
+            extension = self._extension(params, tool_call_id)
+            if self.subagents and tool_call_id is not None:  # a hook run for a subagent's tool call: the child's
+                extension["sessionId"] = self._children.session_of_tool(tool_call_id) or extension.get("sessionId")
+            out.append((EXT_PREFIX + event, extension))
         return out
 
     def _track_execution(self, event: str, params: dict[str, Any]) -> str | None:
@@ -201,9 +212,77 @@ class AcpDialect:
         if reason:
             tool_call.setdefault("content", [])
             tool_call["content"] = [{"type": "content", "content": _text(str(reason))}, *tool_call["content"]]
-        out: dict[str, Any] = {"sessionId": params["sessionId"], "toolCall": tool_call, "options": params["options"]}
+        sid = params["sessionId"]
+        if self.subagents:  # a subagent's tool call is asked about on its child session
+            sid = self._children.session_of_tool(str(params["toolUseId"])) or sid
+        out: dict[str, Any] = {"sessionId": sid, "toolCall": tool_call, "options": params["options"]}
         if reason:
             out["_meta"] = {"orion": {"reason": reason, "toolName": params.get("toolName")}}
+        return out
+
+
+AGENT_TOOLS = frozenset({"Agent", "Task"})
+MAX_CHILD_SESSIONS = 1024  # subagent sessions remembered per connection (the most recent)
+
+
+class SubagentSessions:
+    """Per connection: each subagent the agent starts (an Agent/Task tool call) as a child session of the session
+    that made the call, and which tool calls ran in which child. Bounded: the oldest are forgotten first (a forgotten
+    child's late traffic goes to its parent session, as for a client without subagents)."""
+
+    def __init__(self) -> None:
+        self._child_of_call: OrderedDict[str, str] = OrderedDict()  # Agent tool call id -> child session id
+        self._session_of_tool: OrderedDict[str, str] = OrderedDict()  # a child's tool call id -> child session id
+
+    @staticmethod
+    def child_id(parent_sid: str, tool_call_id: str) -> str:
+        return f"{parent_sid}:subagent:{tool_call_id}"
+
+    def session_of_tool(self, tool_call_id: str) -> str | None:
+        return self._session_of_tool.get(tool_call_id)
+
+    def _remember(self, table: OrderedDict[str, str], key: str, value: str) -> None:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > MAX_CHILD_SESSIONS:
+            table.popitem(last=False)
+
+    def route(self, sid: str, update: dict[str, Any], bodies: list[dict[str, Any]],
+              cwd: str | None) -> list[dict[str, Any]]:
+        """`session/update` params for one core update's ACP bodies: on the child session when a subagent made it,
+        after a `subagent_update` that announces a child when the update starts one, and one that says it is idle
+        once its Agent tool call is over."""
+        parent_call = update.get("parentToolUseId")
+        here = self._child_of_call.get(str(parent_call)) if parent_call else None
+        session = here or sid
+        kind = update.get("sessionUpdate")
+        tool_id = str(update.get("toolUseId") or "")
+        out: list[dict[str, Any]] = []
+        if here is not None and tool_id:
+            self._remember(self._session_of_tool, tool_id, here)
+        out += [{"sessionId": session, "update": body} for body in bodies]
+        if kind == "tool_call" and update.get("name") in AGENT_TOOLS and tool_id and tool_id not in self._child_of_call:
+            child = self.child_id(session, tool_id)
+            self._remember(self._child_of_call, tool_id, child)
+            tool_input = update.get("input") if isinstance(update.get("input"), dict) else {}
+            announce: dict[str, Any] = {"sessionUpdate": "subagent_update", "sessionId": child,
+                                        "state": {"state": "running"},
+                                        "_meta": {"orion": {"toolCallId": tool_id,
+                                                            "agentType": tool_input.get("subagent_type")}}}
+            if isinstance(tool_input.get("description"), str) and tool_input["description"].strip():
+                announce["title"] = tool_input["description"].strip()[:200]
+            if isinstance(tool_input.get("prompt"), str) and tool_input["prompt"].strip():
+                announce["description"] = tool_input["prompt"].strip()[:1000]
+            if cwd:
+                announce["cwd"] = cwd
+            out.append({"sessionId": session, "update": announce})
+        elif kind == "tool_call_update" and tool_id in self._child_of_call and update.get("status") in (
+                "completed", "failed", "denied"):
+            state: dict[str, Any] = {"state": "idle"}
+            if update.get("status") == "completed":
+                state["stopReason"] = "end_turn"
+            out.append({"sessionId": session, "update": {"sessionUpdate": "subagent_update",
+                                                         "sessionId": self._child_of_call[tool_id], "state": state}})
         return out
 
 

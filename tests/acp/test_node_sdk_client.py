@@ -26,7 +26,8 @@ NODE_DIR = Path(__file__).with_name("node")
 
 
 def run_node_client(tmp_path: Path, project_dir: Path, *, events: bool, permissions: list[str],
-                    steps: list[dict[str, Any]], session_capabilities: dict[str, Any] | None = None) -> dict:
+                    steps: list[dict[str, Any]], session_capabilities: dict[str, Any] | None = None,
+                    subagents: bool = False) -> dict:
     node = shutil.which("node")
     assert node, "Node.js is needed for the ACP TypeScript SDK test (scripts/bootstrap.sh installs the package)"
     assert (NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk").is_dir(), (
@@ -35,7 +36,7 @@ def run_node_client(tmp_path: Path, project_dir: Path, *, events: bool, permissi
     readme.write_text("# hooked\n")
     config = {"python": sys.executable, "repo": str(REPO_ROOT), "project": str(project_dir), "events": events,
               "png": PNG, "readme": readme.as_uri(), "permissions": permissions, "steps": steps,
-              "sessionCapabilities": session_capabilities}
+              "sessionCapabilities": session_capabilities, "subagents": subagents, "unstable": subagents}
     done = subprocess.run([node, "client.mjs", json.dumps(config)], cwd=NODE_DIR, env=child_env(tmp_path),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -190,3 +191,44 @@ def test_notices_and_compaction_as_acp_updates_for_a_client_that_shows_them(tmp_
     kinds = {u["sessionUpdate"] for u in plain["updates"]}
     assert "notice" not in kinds and "compaction_update" not in kinds
     assert [u for u in plain["updates"] if u.get("_meta", {}).get("orion", {}).get("notice")]
+
+
+def test_a_subagent_is_a_child_session_for_a_client_that_knows_subagents(tmp_path: Path) -> None:
+    """ACP's subagent sessions (unstable RFD; the SDK's unstable client parses every update): the Agent tool call
+    announces a child on its session, what the subagent does (its tool calls, the hooks run for them) arrives on the
+    child, and the child goes idle when the call is over. A client without the capability sees none of it."""
+    project_dir = project(tmp_path, "notes")
+    agents = project_dir / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "prober.md").write_text("---\nname: prober\ndescription: Runs the probe.\ntools: Bash\n---\nRun it.\n")
+    steps = [{"do": "new", "model": model("subagent"), "allowedTools": ["Bash", "Agent"]}, {"do": "prompt", "text": "go"}]
+    summary = run_node_client(tmp_path, project_dir, events=True, permissions=["allow_once"] * 4, steps=steps,
+                              subagents=True)
+    parent = summary["sessionId"]
+    by_session: dict[str, list[dict]] = {}
+    for note in summary["notifications"]:
+        by_session.setdefault(note["sessionId"], []).append(note["update"])
+    announced = [u for u in by_session[parent] if u["sessionUpdate"] == "subagent_update"]
+    agent_call = next(u for u in by_session[parent] if u["sessionUpdate"] == "tool_call"
+                      and u["rawInput"].get("subagent_type") == "prober")
+    child = announced[0]["sessionId"]
+    assert child != parent and announced[0]["state"] == {"state": "running"}
+    assert announced[0]["title"] == "Run the probe" and "SUBTASK-7" in announced[0]["description"]
+    assert announced[0]["_meta"]["orion"]["toolCallId"] == agent_call["toolCallId"]
+    assert announced[-1]["sessionId"] == child and announced[-1]["state"]["state"] == "idle"
+    # announced before anything arrives on the child
+    order = [(n["sessionId"], n["update"]["sessionUpdate"]) for n in summary["notifications"]]
+    assert order.index((parent, "subagent_update")) < min(i for i, (s, _) in enumerate(order) if s == child)
+    child_calls = [u for u in by_session[child] if u["sessionUpdate"] == "tool_call"]
+    assert [c["rawInput"]["command"] for c in child_calls] == ["echo from-the-subagent"]
+    parent_calls = [u for u in by_session[parent] if u["sessionUpdate"] == "tool_call"]
+    assert "echo from-the-main-agent" in [c["rawInput"].get("command") for c in parent_calls]
+    assert "echo from-the-subagent" not in [c["rawInput"].get("command") for c in parent_calls]
+    # the hooks run for the subagent's Bash are the child's too
+    hook_sessions = {n["params"]["sessionId"] for n in summary["extensionNotifications"]
+                     if n["params"].get("toolCallId") == child_calls[0]["toolCallId"]}
+    assert hook_sessions == {child}, hook_sessions
+
+    plain = run_node_client(tmp_path, project_dir, events=False, permissions=["allow_once"] * 4, steps=steps)
+    assert {n["sessionId"] for n in plain["notifications"]} == {plain["sessionId"]}
+    assert "subagent_update" not in {n["update"]["sessionUpdate"] for n in plain["notifications"]}

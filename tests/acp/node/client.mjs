@@ -14,13 +14,17 @@
 //   {do: "list"}                          session/list
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
-import { client, ndJsonStream } from "@agentclientprotocol/sdk";
+import * as stable from "@agentclientprotocol/sdk";
+import * as unstableSdk from "@agentclientprotocol/sdk/unstable";
 import * as zod from "./node_modules/@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js";
 // ACP's unstable surface (systemPrompt and its capability): our requests and the sidecar's answers are checked here too.
 import * as unstable from "./node_modules/@agentclientprotocol/sdk/dist/v1/unstable/schema/zod.gen.js";
 
 const config = JSON.parse(process.argv[2]);
-const summary = { updates: [], extensions: [], permissions: [], errors: [], results: [], sessionId: null };
+// config.unstable: the SDK's unstable client, which parses what only the unstable schema has (subagent_update).
+const { client, ndJsonStream } = config.unstable ? unstableSdk : stable;
+const summary = { updates: [], notifications: [], extensions: [], extensionNotifications: [], permissions: [],
+  errors: [], results: [], sessionId: null };
 
 const child = spawn(config.python, ["-m", "sidecar"], { cwd: config.repo, env: process.env, stdio: ["pipe", "pipe", "pipe"] });
 let stderr = "";
@@ -42,9 +46,11 @@ const app = client()
   })
   .onNotification("session/update", async ({ params }) => {
     summary.updates.push(params.update);
+    summary.notifications.push({ sessionId: params.sessionId, update: params.update });
   })
-  .onNotification("*", async ({ method }) => {
+  .onNotification("*", async ({ method, params }) => {
     summary.extensions.push(method);
+    summary.extensionNotifications.push({ method, params });
   });
 
 async function waitFor(predicate, ms) {
@@ -59,6 +65,7 @@ try {
   await app.connectWith(stream, async (agent) => {
     const capabilities = config.events ? { _meta: { orion: { events: true } } } : {};
     if (config.sessionCapabilities) capabilities.session = config.sessionCapabilities;
+    if (config.subagents) capabilities.subagents = {};
     const init = checked(zod.zInitializeResponse, "initialize",
       await agent.request("initialize", { protocolVersion: 1, clientCapabilities: capabilities }));
     checked(unstable.zInitializeResponse, "initialize(unstable)", init);
@@ -66,7 +73,8 @@ try {
     await agent.request("_orion/hooks/trust", { projectDir: config.project });
     for (const step of config.steps) {
       if (step.do === "new") {
-        const params = { cwd: config.project, mcpServers: step.mcpServers ?? [], _meta: { orion: { model: step.model } } };
+        const orion = { model: step.model, ...(step.allowedTools ? { allowedTools: step.allowedTools } : {}) };
+        const params = { cwd: config.project, mcpServers: step.mcpServers ?? [], _meta: { orion } };
         if (step.systemPrompt) params.systemPrompt = step.systemPrompt;
         checked(unstable.zNewSessionRequest, "session/new(request)", params);
         if (step.expectError) {
