@@ -1,5 +1,5 @@
 """`python -m hooks.memory`: which memory backend is in use, importing a local SQLite memory into the team database,
-and embedding stored memory for search by meaning (`backfill`)."""
+embedding stored memory for search by meaning (`backfill`), and applying the user's retention (`prune`)."""
 
 from __future__ import annotations
 
@@ -40,20 +40,30 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    from hooks.memory.store import close_all_stores, open_store
+def _store(args: argparse.Namespace, config):
+    """The store `args` name: the --url database, else the one the user's configuration opens for the data dir."""
+    from hooks.memory.store import open_store
 
-    config = _config(args)
+    data = Path(args.data_dir) if args.data_dir else default_data_dir()
     if config.backend == "postgres" and args.url:
         from hooks.memory.pg_store import PostgresMemoryStore
 
-        store = PostgresMemoryStore(config, Path(args.data_dir) if args.data_dir else default_data_dir())
-    else:
-        store = open_store(Path(args.data_dir) if args.data_dir else default_data_dir())
+        return PostgresMemoryStore(config, data)
+    return open_store(data)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from hooks.memory.prune import retention_status
+    from hooks.memory.store import close_all_stores
+
+    config = _config(args)
+    store = _store(args, config)
     try:
         status = store.status()
         if status.get("up"):
             status["usage"] = store.usage()
+            status["retention"] = retention_status(store, Path(args.data_dir) if args.data_dir else default_data_dir(),
+                                                   config)
     finally:
         store.close()
         close_all_stores()
@@ -61,11 +71,36 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if status.get("up") else 1
 
 
+def cmd_prune(args: argparse.Namespace) -> int:
+    from hooks.memory.prune import run_prune
+    from hooks.memory.store import close_all_stores, memory_exists
+
+    config = _config(args)
+    data = Path(args.data_dir) if args.data_dir else default_data_dir()
+    if config.backend == "sqlite" and not memory_exists(data):
+        print(f"prune: no memory in {data}", file=sys.stderr)
+        return 1
+    store = _store(args, config)
+    try:
+        if not store.status().get("up"):
+            print(f"prune: {store.describe()} does not answer; nothing was removed", file=sys.stderr)
+            return 1
+        report = run_prune(data, store, project=args.project, dry_run=args.dry_run)
+    finally:
+        store.close()
+        close_all_stores()
+    if not report["retention"]["inForce"]:
+        print("prune: no retention is set in the user's settings (memory.retention): everything is kept",
+              file=sys.stderr)
+    print(json.dumps(report))
+    return 0
+
+
 def cmd_backfill(args: argparse.Namespace) -> int:
     from hooks.memory.backfill import run_backfill
 
     return run_backfill(Path(args.data_dir) if args.data_dir else default_data_dir(), progress=args.progress,
-                        nice=args.nice)
+                        nice=args.nice, prune=args.prune)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                                "when down)"),
         ("backfill", cmd_backfill, "embed the stored items that have no vector yet (resumable; exit 2 without the "
                                    "embedding model)"),
+        ("prune", cmd_prune, "remove what the user's retention (memory.retention in the user's settings) does not "
+                             "keep, and say what went: counts and bytes per project"),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--data-dir", default=None, help="Orion's data directory (default: $ORION_DATA_DIR or its default)")
@@ -87,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--progress", choices=("text", "json"), default="text",
                            help="progress on stderr as text (default), or one JSON object per batch on stdout")
             p.add_argument("--nice", type=int, default=0, help="lower this process's CPU priority by this much")
+            p.add_argument("--prune", action="store_true",
+                           help="first, the retention pass if the day's is due (what a sidecar starts)")
+        if name == "prune":
+            p.add_argument("--project", default=None, help="only this project: its folder (absolute) or its key")
+            p.add_argument("--dry-run", action="store_true", help="say what would be removed; change nothing")
         p.set_defaults(func=func)
     args = parser.parse_args(argv)
     try:

@@ -167,7 +167,8 @@ def load_retention(settings_path: Path | None = None) -> RetentionConfig:
     if raw is None:
         return RetentionConfig(source=source)
     default = _retention_rule(raw, source, RetentionRule(), top=True)
-    projects_raw = raw.get("projects") or {}
+    projects_raw = raw.get("projects")
+    projects_raw = {} if projects_raw is None else projects_raw
     if not isinstance(projects_raw, dict):
         raise MemoryConfigError(f"{source}.projects: expected {{\"/project/folder\": {{\"maxAgeDays\": days}}}}")
     projects: dict[str, RetentionRule] = {}

@@ -163,6 +163,12 @@ def lookup_project(data_dir: Path, project: str) -> str:
     return project
 
 
+def registered_folders(data_dir: Path) -> dict[str, str]:
+    """{project id: its folder} of every registered project (what `status` shows a project's memory as)."""
+    return {entry["id"]: path for path, entry in _load(registry_path(data_dir)).items()
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str)}
+
+
 def forget_cache() -> None:
     """Drop the in-process cache (tests that move folders within one process)."""
     with _lock:
