@@ -93,7 +93,7 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode(NOT_INITIALIZED, "NotInitialized", "Not initialized",
               "A request other than `initialize` arrived before `initialize`."),
     ErrorCode(SESSION_BUSY, "SessionBusy", "Session busy",
-              "A prompt is already running in this session."),
+              "A session already has 16 prompts waiting behind its running one (`data.limit`)."),
     ErrorCode(HOOK_ENGINE_ERROR, "HookEngineError", "Hook engine error",
               "The hook engine could not load, list, trust or run hooks."),
     ErrorCode(PERMISSION_TIMEOUT, "PermissionTimeout", "Permission timeout",

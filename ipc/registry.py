@@ -87,7 +87,8 @@ METHODS: dict[str, MethodSpec] = dict([
        "Tell the session what the user has open in the editor (paths): the `ambient-context` hook, when the user "
        "turned it on, gives it to the agent with each prompt."),
     _m("session/prompt", "SessionPromptParams", "SessionPromptResult",
-       "Run one prompt to completion; `session/update` events stream meanwhile. -31003 if one is already running."),
+       "Run one prompt to completion; `session/update` events stream meanwhile. A prompt sent while one runs waits "
+       "its turn (-31003 past 16 waiting)."),
     _m("session/cancel", "SessionRef", "SessionCancelResult", "Cancel the running prompt of a session, if any."),
     _m("session/end", "SessionEndParams", "SessionEndResult", "End a session (SessionEnd hooks run)."),
     _m("session/list", "Empty", "SessionListResult", "List sessions."),

@@ -54,6 +54,8 @@ RequestFn = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 
 SESSION_END_BUDGET_S = 1.5
 CANCEL_BUDGET_S = 5.0
+# Prompts that may wait behind a running turn (ACP's prompt queueing); one more is refused with -31003.
+PROMPT_QUEUE_LIMIT = 16
 # Ended sessions stay listed (state "ended") so a late request gets a clear answer; bounded.
 MAX_ENDED_REMEMBERED = 256
 # How long the ACP client may take over one of its file or terminal requests (a command can run that long).
@@ -165,6 +167,17 @@ class Session:
     hooks_ran_at_end: int = 0
     turn_over: anyio.Event | None = None  # set when the running turn has answered
     cancelling: bool = False  # the client cancelled the running turn, which is winding down
+    # Prompt queueing: every prompt gets a number as it arrives; those waiting run in that order, one at a time, and
+    # a cancel cancels the running one and every one that arrived before it (a later one still runs).
+    prompts_received: int = 0
+    cancelled_through: int = 0
+    waiting: list[int] = field(default_factory=list)
+    queue_changed: anyio.Event = field(default_factory=anyio.Event)
+
+    def queue_moved(self) -> None:
+        """Wake the prompts waiting for their turn (a turn ended, a cancel came, the session ended)."""
+        changed, self.queue_changed = self.queue_changed, anyio.Event()
+        changed.set()
 
     def info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -798,14 +811,9 @@ class SessionManager:
         """Run one prompt; ``blocks`` (Claude content blocks, e.g. with images) replace ``text`` as what is sent.
         ``traceparent``: the client's trace context for this turn (hooks/tracing.py)."""
         session = self.live(session_id)
-        if session.state == "running" and session.cancelling and session.turn_over is not None:
-            # A client may prompt again right after session/cancel, before the cancelled turn has answered (ACP does
-            # not make it wait; acp-client does not): the new turn waits for that one instead of being refused.
-            with anyio.move_on_after(CANCEL_BUDGET_S):
-                await session.turn_over.wait()
-            session = self.live(session_id)
-        if session.state == "running":
-            raise SessionBusy(f"session {session_id} is already running a prompt", data={"sessionId": session_id})
+        session.prompts_received += 1
+        if not await self._take_turn(session, session.prompts_received):
+            return cancelled_result()
         session.state = "running"
         session.cancelling = False
         session.turn_over = turn_over = anyio.Event()
@@ -832,11 +840,35 @@ class SessionManager:
             if session.state == "running":
                 session.state = "idle"
             turn_over.set()
+            session.queue_moved()
             # A skill the agent invoked ran until the end of its turn (hooks/scoped.py).
             session.context.state.pop(skill_key(None), None)
             if trace is not None:
                 trace.end_turn(result)
         return result.to_dict()
+
+    async def _take_turn(self, session: Session, number: int) -> bool:
+        """Wait until prompt `number` may run: no turn running and no earlier prompt waiting. False when a cancel
+        came for it while it waited (it never reaches the agent). A client may send prompts while a turn runs, or
+        right after session/cancel before the cancelled turn has answered (ACP does not make it wait); at most
+        PROMPT_QUEUE_LIMIT wait, one more is refused with -31003."""
+        if (session.state == "running" or session.waiting) and len(session.waiting) >= PROMPT_QUEUE_LIMIT:
+            raise SessionBusy(f"session {session.session_id} already has {PROMPT_QUEUE_LIMIT} prompts waiting for "
+                              "the running one", data={"sessionId": session.session_id, "limit": PROMPT_QUEUE_LIMIT})
+        session.waiting.append(number)
+        try:
+            while True:
+                if session.state == "ended":
+                    raise SessionNotFound(f"session {session.session_id} ended before this prompt's turn",
+                                          data={"sessionId": session.session_id})
+                if number <= session.cancelled_through:
+                    return False
+                if session.state != "running" and number == min(session.waiting):
+                    return True
+                await session.queue_changed.wait()
+        finally:
+            session.waiting.remove(number)
+            session.queue_moved()  # the next in line looks again
 
     async def _after_turn(self, session: Session, result: Any) -> None:
         """Fire the events the CLI was not asked to call back for (`sidecar_fires`), as Claude Code fires Stop: when
@@ -888,6 +920,9 @@ class SessionManager:
 
     async def cancel(self, session_id: str) -> bool:
         session = self.get(session_id)
+        # Every prompt that arrived before this cancel is cancelled: the running one and those waiting behind it.
+        session.cancelled_through = session.prompts_received
+        session.queue_moved()
         if session.state != "running":
             return False
         session.cancelling = True
@@ -912,6 +947,7 @@ class SessionManager:
                     except Exception:  # e.g. the CLI is already gone: ending must go on, or nothing is closed
                         log.warning("session %s: interrupting the running turn failed", session_id, exc_info=True)
             session.state = "ended"
+            session.queue_moved()
             from sidecar.hook_bridge import BRIDGE_KEY, SETTLE_S
 
             bridge = session.context.state.get(BRIDGE_KEY)
@@ -1094,6 +1130,12 @@ def place_fork_source(source: Path, live: Path | None, data_dir: Path, session_i
         write_private_atomic(source, data[:data.rfind(b"\n") + 1])
     elif scripted:
         restore_transcript(source, data_dir, session_id)
+
+
+def cancelled_result() -> dict[str, Any]:
+    """The answer of a prompt cancelled while it waited for its turn: it never reached the agent."""
+    return {"stopReason": "cancelled", "terminalReason": None, "resultText": "", "usage": {}, "costUsd": None,
+            "durationMs": 0, "numTurns": 0, "isError": False, "contextUsed": None, "contextSize": None}
 
 
 def _as_new_kwargs(options: dict[str, Any]) -> dict[str, Any]:

@@ -108,7 +108,9 @@ def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpIniti
         ],
         "_meta": {"orion": {"methods": orion_methods,
                             "events": sorted(EXT_PREFIX + name for name in _orion_event_names()),
-                            "protocol": p.PROTOCOL_VERSION}},
+                            "protocol": p.PROTOCOL_VERSION,
+                            # a prompt sent while a turn runs waits its turn (docs/PROTOCOL.md "Prompt queueing")
+                            "promptQueueing": True}},
     })
 
 

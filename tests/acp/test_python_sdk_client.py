@@ -484,6 +484,34 @@ async def test_what_a_subagent_does_names_the_tool_call_that_runs_it(tmp_path: P
     assert not sdk_errors
 
 
+async def test_a_prompt_sent_while_a_turn_runs_waits_its_turn(tmp_path: Path, sdk_errors: list) -> None:
+    """ACP prompt queueing: a second prompt sent while the first runs is not refused; it runs after the first has
+    answered, and the model reads it after the first answer."""
+    project_dir = project(tmp_path)
+    client = RecordingClient(answer=lambda request: "allow_once")
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        sid = (await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("queue")})).session_id
+        answers: dict[str, Any] = {}
+
+        async def run(name: str, text: str) -> None:
+            answers[name] = await conn.prompt(session_id=sid, prompt=[text_block(text)])
+            answers.setdefault("order", []).append(name)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, "first", "sleep a little")
+            with anyio.fail_after(60):
+                while not client.of_kind("tool_call"):  # the first turn is running its long tool call
+                    await anyio.sleep(0.05)
+            tg.start_soon(run, "second", "QUEUED-PROMPT-2")
+    assert answers["order"] == ["first", "second"]
+    assert answers["first"].stop_reason == answers["second"].stop_reason == "end_turn"
+    requests = [r for r in model_requests(tmp_path, "queue") if r["body"].get("tools")]
+    asked = [i for i, r in enumerate(requests) if "QUEUED-PROMPT-2" in json.dumps(r["body"]["messages"][-1])]
+    assert asked and all("QUEUED-PROMPT-2" not in json.dumps(r["body"]["messages"]) for r in requests[:asked[0]])
+    assert not sdk_errors
+
+
 async def test_orion_errors_keep_clear_of_acps_codes(tmp_path: Path) -> None:
     async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
         with pytest.raises(RequestError) as unknown:

@@ -385,7 +385,7 @@ async def test_acp_client_through_a_full_session(tmp_path: Path, monkeypatch: py
     - AskUserQuestion: acp-client offers no elicitation; the handler gets the call's permission request and the
       model reads that the user did not answer.
     - cancel: cancelling the `ask` task sends session/cancel and returns at once, so the next `ask` sends its prompt
-      before the cancelled one has answered; the sidecar runs it once that turn has ended (it answered -31003).
+      before the cancelled one has answered; the sidecar runs it once that turn has ended (it waits its turn).
     - load: a second `Agent` given the session id starts a new agent process that sends session/load; `start`'s
       `on_update` hears the history, and the next `ask` goes on with the conversation.
     """

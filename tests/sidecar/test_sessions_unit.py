@@ -239,11 +239,10 @@ class CancellableAgent:
 
 
 @pytest.mark.asyncio
-async def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_turn_instead_of_being_refused(
-        tmp_path: Path) -> None:
-    """acp-client (and ACP's cancel) lets a client prompt again as soon as it has sent session/cancel: that prompt
-    runs once the cancelled turn has answered (it answered -31003 while the turn wound down). A prompt while a turn
-    runs that nobody cancelled is still refused."""
+async def test_prompts_sent_while_a_turn_runs_wait_in_order_and_a_cancel_takes_those_before_it(tmp_path: Path) -> None:
+    """ACP's prompt queueing: a prompt sent while a turn runs waits for it instead of being refused; a cancel cancels
+    the running turn and every prompt that arrived before the cancel (they never reach the agent); a prompt sent right
+    after the cancel, before the cancelled turn has answered (acp-client does this), runs once it has."""
     manager = make_manager(tmp_path)
     runner, agent = FakeRunner(), CancellableAgent()
     runner.hookset = None  # type: ignore[attr-defined]
@@ -257,12 +256,60 @@ async def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_turn_instea
         async with anyio.create_task_group() as tg:
             tg.start_soon(ask, "cancelled", "wait a while")
             await agent.started.wait()
-            with pytest.raises(SessionBusy):
-                await manager.prompt("s1", "too early")
+            tg.start_soon(ask, "queued", "too early")
+            await anyio.wait_all_tasks_blocked()
+            assert "queued" not in answers  # waiting, not refused
             assert await manager.cancel("s1")
             tg.start_soon(ask, "next", "and now?")
             await anyio.wait_all_tasks_blocked()
-            assert agent.prompts == ["wait a while"] and "next" not in answers  # waiting, not refused
+            assert agent.prompts == ["wait a while"] and "next" not in answers
+            assert answers["queued"]["stopReason"] == "cancelled"  # cancelled while it waited
             agent.wound_down.set()
-    assert answers == {"cancelled": {"stopReason": "cancelled"}, "next": {"stopReason": "end_turn"}}
+    assert answers["cancelled"] == {"stopReason": "cancelled"} and answers["next"] == {"stopReason": "end_turn"}
     assert agent.prompts == ["wait a while", "and now?"]
+
+
+class HeldAgent:
+    """Each turn runs until the test releases it; records the order turns ran in."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+        self.release = anyio.Event()
+        self.config = type("Config", (), {"hook_events": AFTER_TURN_EVENTS})()
+
+    async def prompt(self, text: str, blocks: Any = None) -> TurnResult:
+        self.prompts.append(text)
+        await self.release.wait()
+        return TurnResult("end_turn")
+
+    async def cancel(self) -> bool:
+        return True
+
+
+@pytest.mark.asyncio
+async def test_waiting_prompts_run_in_arrival_order_and_the_queue_is_bounded(tmp_path: Path) -> None:
+    from sidecar.sessions import PROMPT_QUEUE_LIMIT
+
+    manager = make_manager(tmp_path)
+    runner, agent = FakeRunner(), HeldAgent()
+    runner.hookset = None  # type: ignore[attr-defined]
+    add_session(manager, tmp_path, agent, runner)  # type: ignore[arg-type]
+    done: list[str] = []
+
+    async def ask(text: str) -> None:
+        await manager.prompt("s1", text)
+        done.append(text)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, "first")
+            await anyio.wait_all_tasks_blocked()
+            for i in range(PROMPT_QUEUE_LIMIT):
+                tg.start_soon(ask, f"waiting-{i}")
+                await anyio.wait_all_tasks_blocked()
+            with pytest.raises(SessionBusy) as full:
+                await manager.prompt("s1", "one too many")
+            assert full.value.data["limit"] == PROMPT_QUEUE_LIMIT
+            assert agent.prompts == ["first"]
+            agent.release.set()
+    assert agent.prompts == done == ["first", *(f"waiting-{i}" for i in range(PROMPT_QUEUE_LIMIT))]
