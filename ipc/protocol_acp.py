@@ -325,6 +325,19 @@ class AcpPromptParams(AcpModel):
     prompt: list[ContentBlock] = Field(min_length=1)
 
 
+class AcpSteeringParams(AcpModel):
+    """`_session/steering`: a message for the turn that is running (`_meta.steering.idleBehavior:
+    "promptRequired"` is the only behaviour Orion has when none runs)."""
+
+    session_id: str
+    prompt: list[ContentBlock] = Field(min_length=1)
+
+
+class AcpSteeringResult(AcpModel):
+    outcome: Literal["injected", "promptRequired"]
+    reason: str | None = None
+
+
 class Usage(AcpModel):
     total_tokens: int
     input_tokens: int

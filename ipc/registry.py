@@ -171,6 +171,9 @@ ACP_METHODS: dict[str, MethodSpec] = dict([
     _m("session/cancel", "AcpCancelParams", None,
        "Stop the running prompt; it answers `cancelled`, pending permission requests are answered for it.",
        "notification"),
+    _m("_session/steering", "AcpSteeringParams", "AcpSteeringResult",
+       "Give the running turn a message (it cuts the current generation short, or waits for an open question); the "
+       "turn's prompt answers after the model has read it. `promptRequired` when no turn runs: send it as a prompt."),
 ])
 
 ACP_CLIENT_REQUESTS: dict[str, MethodSpec] = dict([

@@ -43,6 +43,7 @@ SDK_HOOK_EVENTS: tuple[str, ...] = ALL_EVENTS
 
 # Events whose block means the prompt (a message, a slash command, `/compact`) does nothing: the turn's stop reason
 # says "blocked" so the frontend knows a hook stopped it.
+STEER_FOLLOW_S = 5.0  # how long a turn waits for the cycle a steered message starts (it normally starts at once)
 SHOWN_WAIT_S = 0.25  # how long a subagent's hook waits for its tool call to be shown (normally: one loop turn)
 PROMPT_GATES = frozenset({"UserPromptSubmit", "UserPromptExpansion", "PreCompact"})
 
@@ -72,6 +73,10 @@ class AgentError(RuntimeError):
 
 class AgentNotStarted(AgentError):
     pass
+
+
+class SteerPending(AgentError):
+    """A steering message is still owed its answer: one at a time (the CLI may fold two into one cycle)."""
 
 
 class TurnInProgress(AgentError):
@@ -194,6 +199,13 @@ class TurnResult:
 # --------------------------------------------------------------------------- pure helpers
 
 
+async def _chain(first: Any, rest: Any) -> Any:
+    """`first`, then what `rest` (an async iterator) yields."""
+    yield first
+    async for item in rest:
+        yield item
+
+
 def _tokens_in(usage: dict[str, Any]) -> int | None:
     """A model request's whole context: what it read (fresh, cached, written to cache) and what it wrote."""
     keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
@@ -294,6 +306,10 @@ class AgentSession:
         self._task_plan = TaskPlan()  # the agent's Task tools' list, sent as `plan` updates (sidecar/task_plan.py)
         # A subagent's tool calls shown so far (their `tool_call` update sent), and who waits for one to be.
         self._tools_shown: OrderedDict[str, None] = OrderedDict()
+        # Steering (`steer`): messages pushed into the running turn whose answers the turn still owes, and how many
+        # questions to the user (permissions) are open, which a steer must not interrupt.
+        self._steers_owed = 0
+        self._asking = 0
         self._tool_waiters: dict[str, anyio.Event] = {}
         self._commands_key: tuple[Any, ...] | None = None
         self._trace_usage: dict[str, Any] = {}  # the current model request's token usage, when tracing is on
@@ -483,11 +499,29 @@ class AgentSession:
             await self._emit({"sessionUpdate": "user_message", "text": text})
             await client.query(_one_user_message(blocks) if blocks else text)
             result: TurnResult | None = None
-            async for message in client.receive_response():
-                if isinstance(message, ResultMessage):
-                    result = self._turn_result(message)
-                else:
-                    await self._translate(message)
+            follow_up = False
+            while True:
+                messages = client.receive_response().__aiter__()
+                if follow_up:
+                    # A steered message answers in a cycle of its own, after the result before it (the cycle it cut
+                    # short, or the one that had ended; measured on 2.1.330). A message the CLI dropped (a hook
+                    # refused it) starts none: the turn does not wait for it past STEER_FOLLOW_S.
+                    first = None
+                    with anyio.move_on_after(STEER_FOLLOW_S):
+                        first = await messages.__anext__()
+                    if first is None:
+                        result = previous
+                        break
+                    messages = _chain(first, messages)
+                async for message in messages:
+                    if isinstance(message, ResultMessage):
+                        result = self._turn_result(message)
+                    else:
+                        await self._translate(message)
+                if result is None or self._steers_owed == 0 or self._cancelled:
+                    break
+                self._steers_owed -= 1
+                previous, result, follow_up = result, None, True
             if result is None:
                 # The stream ended without a result: the CLI went away mid-turn.
                 result = TurnResult(
@@ -510,6 +544,28 @@ class AgentSession:
             raise
         finally:
             self._turn_running = False
+            self._steers_owed = 0
+
+    async def steer(self, text: str, blocks: list[dict[str, Any]] | None = None) -> bool:
+        """Push a message into the running turn (ACP's `_session/steering`): the CLI delivers it at once, cutting the
+        current generation short (`priority: now`), or once an open question to the user is answered (`later`), and
+        the turn answers only after the model has read it. False when no turn is running (the caller sends it as a
+        prompt). One steer at a time: `SteerPending` while the last one is still owed its answer."""
+        if self._client is None or not self._turn_running or self._cancelled:
+            return False
+        if self._steers_owed:
+            raise SteerPending("the last steering message has not been answered yet")
+        from claude_agent_sdk._internal.query import stamp_user_message
+
+        client = self._client
+        content: Any = blocks if blocks else text
+        message = {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None,
+                   "session_id": "default", "uuid": str(uuid.uuid4()), "priority": "later" if self._asking else "now"}
+        self._steers_owed += 1
+        await self._emit({"sessionUpdate": "user_message", "text": text})
+        transport = client._transport  # noqa: SLF001 - the SDK's query() has no priority; the CLI reads this field
+        await transport.write(json.dumps(stamp_user_message(message, client._verbatim_prompts)) + "\n")  # noqa: SLF001
+        return True
 
     async def set_permission_mode(self, mode: str) -> None:
         if self._client is None:
@@ -804,8 +860,13 @@ class AgentSession:
         tool_use_id = getattr(context, "tool_use_id", None)
         if tool_name == "ExitPlanMode" and not tool_input.get("plan") and tool_use_id in self._plans:
             tool_input = {**tool_input, "plan": self._plans.pop(tool_use_id)}  # shown to the user; the CLI keeps its own
-        answer = await self._asker.ask(tool_name, tool_input, tool_use_id, getattr(context, "decision_reason", None),
-                                       suggestions=_suggestions_json(getattr(context, "suggestions", None)))
+        self._asking += 1
+        try:
+            answer = await self._asker.ask(tool_name, tool_input, tool_use_id,
+                                           getattr(context, "decision_reason", None),
+                                           suggestions=_suggestions_json(getattr(context, "suggestions", None)))
+        finally:
+            self._asking -= 1
         if answer.allow and answer.set_mode:
             from claude_agent_sdk.types import PermissionUpdate
 

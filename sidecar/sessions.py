@@ -847,6 +847,19 @@ class SessionManager:
                 trace.end_turn(result)
         return result.to_dict()
 
+    async def steer(self, session_id: str, text: str, blocks: list[dict[str, Any]] | None = None) -> bool:
+        """Give the running turn a message (ACP's `_session/steering`); False when no turn runs. A second steer
+        before the first is answered is refused with -31003 (`data.reason: "steerPending"`)."""
+        from sidecar.agent import SteerPending
+
+        session = self.live(session_id)
+        if session.state != "running" or session.cancelling:
+            return False
+        try:
+            return bool(await session.agent.steer(text, blocks))
+        except SteerPending as exc:
+            raise SessionBusy(str(exc), data={"sessionId": session_id, "reason": "steerPending"}) from None
+
     async def _take_turn(self, session: Session, number: int) -> bool:
         """Wait until prompt `number` may run: no turn running and no earlier prompt waiting. False when a cancel
         came for it while it waited (it never reaches the agent). A client may send prompts while a turn runs, or

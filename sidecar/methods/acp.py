@@ -110,7 +110,9 @@ def acp_initialize(app: SidecarApp, params: p.AcpInitializeParams) -> p.AcpIniti
                             "events": sorted(EXT_PREFIX + name for name in _orion_event_names()),
                             "protocol": p.PROTOCOL_VERSION,
                             # a prompt sent while a turn runs waits its turn (docs/PROTOCOL.md "Prompt queueing")
-                            "promptQueueing": True}},
+                            "promptQueueing": True},
+                  # the `_session/steering` request (docs/PROTOCOL.md "Steering"), where clients look for it
+                  "steering": {"supported": True}},
     })
 
 
@@ -376,6 +378,17 @@ def register(app: SidecarApp) -> None:
         if usage is not None:
             body["usage"] = usage
         return p.AcpPromptResult.model_validate(body)
+
+    @app.method("_session/steering", acp=True)
+    async def session_steering(params: p.AcpSteeringParams, call: CallContext) -> p.AcpSteeringResult:
+        """Steer the running turn. With none running the content stays the client's (`promptRequired`): a turn
+        started here would have no session/prompt to answer, and its refusal would reach nobody."""
+        from sidecar.acp.content import prompt_content
+
+        content = prompt_content([block.wire() for block in params.prompt])
+        if await session_manager(app).steer(params.session_id, content.text, content.blocks):
+            return p.AcpSteeringResult(outcome="injected")
+        return p.AcpSteeringResult(outcome="promptRequired", reason="noRunningTurn")
 
     @app.method("session/cancel", acp=True)
     async def session_cancel(params: p.AcpCancelParams, call: CallContext) -> None:

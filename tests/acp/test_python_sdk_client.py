@@ -512,6 +512,44 @@ async def test_a_prompt_sent_while_a_turn_runs_waits_its_turn(tmp_path: Path, sd
     assert not sdk_errors
 
 
+async def test_steering_gives_the_running_turn_a_message_it_answers_before_the_prompt_does(
+        tmp_path: Path, sdk_errors: list) -> None:
+    """`_session/steering` (the adapter's steering extension): injected into the running turn, which answers only
+    after the model has read it; a second steer before that is refused; with no turn running the content stays the
+    client's (`promptRequired`). The project's UserPromptSubmit hooks judge a steered message like a prompt."""
+    project_dir = project(tmp_path)
+    client = RecordingClient(answer=lambda request: "allow_once")
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        assert init.field_meta["steering"] == {"supported": True}
+        await trust(conn, project_dir)
+        sid = (await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("queue")})).session_id
+        answers: dict[str, Any] = {}
+
+        async def run() -> None:
+            answers["prompt"] = await conn.prompt(session_id=sid, prompt=[text_block("sleep a little")])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            with anyio.fail_after(60):
+                while not client.of_kind("tool_call"):
+                    await anyio.sleep(0.05)
+            steered = await conn.ext_method("session/steering", {"sessionId": sid, "prompt": [
+                {"type": "text", "text": "STEERED-MESSAGE: also count to three"}]})
+            assert steered == {"outcome": "injected"}
+            with pytest.raises(RequestError) as twice:
+                await conn.ext_method("session/steering", {"sessionId": sid, "prompt": [
+                    {"type": "text", "text": "and another"}]})
+            assert twice.value.code == -31003
+        assert answers["prompt"].stop_reason == "end_turn"
+        requests = [r for r in model_requests(tmp_path, "queue") if r["body"].get("tools")]
+        assert "STEERED-MESSAGE" in json.dumps(requests[-1]["body"]["messages"][-1])  # read before the turn ended
+        idle = await conn.ext_method("session/steering", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+        assert idle == {"outcome": "promptRequired", "reason": "noRunningTurn"}
+    # the prompt's and the steered message's (the project's hook records the event, not the text)
+    assert len([c for c in hook_calls(project_dir) if c["event"] == "UserPromptSubmit"]) == 2
+    assert not sdk_errors
+
+
 async def test_orion_errors_keep_clear_of_acps_codes(tmp_path: Path) -> None:
     async with acp_sidecar(RecordingClient(), tmp_path) as (conn, init):
         with pytest.raises(RequestError) as unknown:

@@ -121,6 +121,12 @@ export interface AcpSessionNotification {
   update: AcpUserMessageChunk | AcpAgentMessageChunk | AcpAgentThoughtChunk | AcpToolCall | AcpToolCallUpdate | AcpPlan | AcpAvailableCommandsUpdate | AcpCurrentModeUpdate | AcpUsageUpdate | AcpSessionInfoUpdate;
 }
 
+export interface AcpSteeringResult {
+  _meta?: Record<string, unknown>;
+  outcome: "injected" | "promptRequired";
+  reason?: string;
+}
+
 export interface AcpToolCall {
   _meta?: Record<string, unknown>;
   toolCallId: string;
@@ -705,6 +711,13 @@ export interface AcpSessionRef {
   sessionId: string;
 }
 
+/** `_session/steering`: a message for the turn that is running (`_meta.steering.idleBehavior: "promptRequired"` is the only behaviour Orion has when none runs). */
+export interface AcpSteeringParams {
+  _meta?: Record<string, unknown> | null;
+  sessionId: string;
+  prompt: (TextContentInput | ImageContentInput | AudioContentInput | ResourceLinkInput | EmbeddedResourceInput)[];
+}
+
 /** ACP's client-provided system prompt (`systemPrompt` on session/new, load, resume, fork): `append` adds the text blocks after Claude Code's own system prompt, `override` replaces it. Checked by the sidecar, not here, so that a wrong mode or block gets its own message. */
 export interface AcpSystemPrompt {
   _meta?: Record<string, unknown> | null;
@@ -966,6 +979,7 @@ export interface AcpMethods {
   "session/set_config_option": { params: SetConfigOptionParams; result: SetConfigOptionResult };
   "session/prompt": { params: AcpPromptParams; result: AcpPromptResult };
   "session/cancel": { params: AcpCancelParams; result: null };
+  "_session/steering": { params: AcpSteeringParams; result: AcpSteeringResult };
   "_orion/ping": { params: Empty; result: Empty };
   "_orion/shutdown": { params: Empty; result: null };
   "_orion/session/context": { params: SessionContextParams; result: Empty };

@@ -14,6 +14,7 @@ export const RESULT_SCHEMAS: Readonly<Record<string, string>> = {
   "session/set_mode": "AcpEmpty",
   "session/set_config_option": "SetConfigOptionResult",
   "session/prompt": "AcpPromptResult",
+  "_session/steering": "AcpSteeringResult",
   "_orion/ping": "Empty",
   "_orion/session/context": "Empty",
   "_orion/session/end": "SessionEndResult",
