@@ -308,7 +308,7 @@ class AgentSession:
         self._tools_shown: OrderedDict[str, None] = OrderedDict()
         # Steering (`steer`): messages pushed into the running turn whose answers the turn still owes, and how many
         # questions to the user (permissions) are open, which a steer must not interrupt.
-        self._steers_owed = 0
+        self._steer_uuid: str | None = None  # the steered message the turn still owes an answer
         self._asking = 0
         self._tool_waiters: dict[str, anyio.Event] = {}
         self._commands_key: tuple[Any, ...] | None = None
@@ -497,12 +497,13 @@ class AgentSession:
         started = time.monotonic()
         try:
             await self._emit({"sessionUpdate": "user_message", "text": text})
-            await client.query(_one_user_message(blocks) if blocks else text)
+            prompt_uuid = str(uuid.uuid4())
+            await client.query(_one_user_message(blocks if blocks else text, prompt_uuid))
             result: TurnResult | None = None
-            follow_up = False
+            previous: TurnResult | None = None
             while True:
                 messages = client.receive_response().__aiter__()
-                if follow_up:
+                if previous is not None:
                     # A steered message answers in a cycle of its own, after the result before it (the cycle it cut
                     # short, or the one that had ended; measured on 2.1.330). A message the CLI dropped (a hook
                     # refused it) starts none: the turn does not wait for it past STEER_FOLLOW_S.
@@ -513,15 +514,27 @@ class AgentSession:
                         result = previous
                         break
                     messages = _chain(first, messages)
+                answer = None
                 async for message in messages:
                     if isinstance(message, ResultMessage):
-                        result = self._turn_result(message)
+                        answer = message
                     else:
                         await self._translate(message)
-                if result is None or self._steers_owed == 0 or self._cancelled:
-                    break
-                self._steers_owed -= 1
-                previous, result, follow_up = result, None, True
+                if answer is None:
+                    break  # the stream ended: the CLI went away
+                whose = _answers(answer, prompt_uuid, self._steer_uuid)
+                if whose == "other" and not self._cancelled:
+                    # A cycle the CLI ran on its own (a background task's notification, read late): its messages
+                    # were shown; this prompt's answer is still to come (without this, each later prompt would
+                    # return the answer meant for the one before it).
+                    log.info("session %s: a %s cycle answered before this prompt's", self.config.session_id,
+                             ((getattr(answer, "origin", None) or {}).get("kind")) or "CLI-started")
+                    continue
+                result = self._turn_result(answer)
+                if whose == "prompt" and self._steer_uuid is not None and not self._cancelled:
+                    previous, result = result, None
+                    continue
+                break
             if result is None:
                 # The stream ended without a result: the CLI went away mid-turn.
                 result = TurnResult(
@@ -544,7 +557,7 @@ class AgentSession:
             raise
         finally:
             self._turn_running = False
-            self._steers_owed = 0
+            self._steer_uuid = None
 
     async def steer(self, text: str, blocks: list[dict[str, Any]] | None = None) -> bool:
         """Push a message into the running turn (ACP's `_session/steering`): the CLI delivers it at once, cutting the
@@ -553,15 +566,15 @@ class AgentSession:
         prompt). One steer at a time: `SteerPending` while the last one is still owed its answer."""
         if self._client is None or not self._turn_running or self._cancelled:
             return False
-        if self._steers_owed:
+        if self._steer_uuid is not None:
             raise SteerPending("the last steering message has not been answered yet")
         from claude_agent_sdk._internal.query import stamp_user_message
 
         client = self._client
         content: Any = blocks if blocks else text
+        self._steer_uuid = str(uuid.uuid4())
         message = {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None,
-                   "session_id": "default", "uuid": str(uuid.uuid4()), "priority": "later" if self._asking else "now"}
-        self._steers_owed += 1
+                   "session_id": "default", "uuid": self._steer_uuid, "priority": "later" if self._asking else "now"}
         await self._emit({"sessionUpdate": "user_message", "text": text})
         transport = client._transport  # noqa: SLF001 - the SDK's query() has no priority; the CLI reads this field
         await transport.write(json.dumps(stamp_user_message(message, client._verbatim_prompts)) + "\n")  # noqa: SLF001
@@ -895,8 +908,29 @@ def _suggestions_json(suggestions: Any) -> list[Any]:
     return out
 
 
-async def _one_user_message(blocks: list[dict[str, Any]]) -> Any:
-    yield {"type": "user", "message": {"role": "user", "content": blocks}, "parent_tool_use_id": None}
+async def _one_user_message(content: str | list[dict[str, Any]], message_uuid: str) -> Any:
+    """A prompt as the CLI's stream input takes it, with its own uuid: the result that answers it names it
+    (`user_message_uuids`), which tells it from a result of a cycle the CLI ran on its own."""
+    yield {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None,
+           "uuid": message_uuid}
+
+
+def _answers(result: Any, prompt_uuid: str, steer_uuid: str | None) -> str:
+    """Whose answer a result is: "steer" (it took in the steered message), "prompt" (the prompt's), or "other" (a
+    cycle the CLI started itself, e.g. for a background task's notification). A result naming no message (an older
+    CLI, a local command, an interrupted turn) that no other origin claims is the prompt's, as before."""
+    taken = list(getattr(result, "user_message_uuids", None) or [])
+    single = getattr(result, "user_message_uuid", None)
+    if single:
+        taken.append(single)
+    if steer_uuid is not None and steer_uuid in taken:
+        return "steer"
+    if prompt_uuid in taken:
+        return "prompt"
+    origin = getattr(result, "origin", None) or {}
+    if taken or (isinstance(origin, dict) and origin.get("kind") not in (None, "human")):
+        return "other"
+    return "prompt"
 
 
 def available_commands(names: Any, project_dir: Path) -> list[dict[str, str]] | None:

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from ipc.errors import ConnectionClosed, RemoteError
+from tests.e2e.conftest import fixed_policy
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 
@@ -133,3 +134,24 @@ def _running(process: psutil.Process) -> bool:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+@pytest.mark.asyncio
+async def test_a_cycle_the_cli_runs_on_its_own_does_not_answer_the_next_prompt(sidecar) -> None:
+    """A background command ends while the session is idle: the CLI tells the model on its own, in a cycle no
+    prompt started. The next prompts get their own answers (the result of that cycle carries no prompt of theirs);
+    what the model said in it reaches the client as the conversation's messages."""
+    async with sidecar(permission=fixed_policy("allow_once")) as run:
+        sid = (await run.new_session("background", allowedTools=["Bash"]))["sessionId"]
+        first = await run.prompt(sid, "start it in the background")
+        assert first["resultText"] == "Started it."
+        with anyio.fail_after(30):
+            while not (run.project / "bg-done").exists():
+                await anyio.sleep(0.1)
+        await anyio.sleep(1.5)  # the CLI's notification cycle runs meanwhile, unread
+        second = await run.prompt(sid, "second")
+        third = await run.prompt(sid, "third")
+        await run.end(sid)
+    assert second["resultText"] == "Second prompt answer." and third["resultText"] == "Third prompt answer."
+    said = "".join(u.get("text", "") for u in run.updates(sid, "agent_message_chunk"))
+    assert "Noted the background task." in said
