@@ -45,6 +45,13 @@ async def trust(conn: Any, project_dir: Path) -> None:
     assert answer["trusted"] is True
 
 
+async def first_tool_call(client: RecordingClient, within_s: float = 60.0) -> None:
+    """Until the running turn's first tool call has reached the client (the turn is then busy with it)."""
+    with anyio.fail_after(within_s):
+        while not client.of_kind("tool_call"):
+            await anyio.sleep(0.05)
+
+
 async def one_session(client: RecordingClient, tmp_path: Path, project_dir: Path, scenario: str, *prompts: str,
                       events: bool = True, **orion: Any) -> list[Any]:
     """Launch, trust the project, start a session on `scenario` (`orion`: more `_meta.orion` options), run the
@@ -331,9 +338,7 @@ async def test_cancel_mid_turn_answers_cancelled(tmp_path: Path) -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            with anyio.fail_after(60):
-                while not client.of_kind("tool_call"):
-                    await anyio.sleep(0.05)
+            await first_tool_call(client)
             await anyio.sleep(0.5)
             await conn.cancel(session_id=sid)
         assert outcome["result"].stop_reason == "cancelled"
@@ -500,9 +505,7 @@ async def test_a_prompt_sent_while_a_turn_runs_waits_its_turn(tmp_path: Path, sd
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run, "first", "sleep a little")
-            with anyio.fail_after(60):
-                while not client.of_kind("tool_call"):  # the first turn is running its long tool call
-                    await anyio.sleep(0.05)
+            await first_tool_call(client)  # the first turn is running its tool call
             tg.start_soon(run, "second", "QUEUED-PROMPT-2")
     assert answers["order"] == ["first", "second"]
     assert answers["first"].stop_reason == answers["second"].stop_reason == "end_turn"
@@ -530,9 +533,7 @@ async def test_steering_gives_the_running_turn_a_message_it_answers_before_the_p
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            with anyio.fail_after(60):
-                while not client.of_kind("tool_call"):
-                    await anyio.sleep(0.05)
+            await first_tool_call(client)
             steered = await conn.ext_method("session/steering", {"sessionId": sid, "prompt": [
                 {"type": "text", "text": "STEERED-MESSAGE: also count to three"}]})
             assert steered == {"outcome": "injected"}
