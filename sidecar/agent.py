@@ -9,6 +9,7 @@ Exceptions::
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -309,6 +310,10 @@ class AgentSession:
         # Steering (`steer`): messages pushed into the running turn whose answers the turn still owes, and how many
         # questions to the user (permissions) are open, which a steer must not interrupt.
         self._steer_uuid: str | None = None  # the steered message the turn still owes an answer
+        # Between turns the CLI may still talk: a background task's end starts a cycle of its own. Read and shown
+        # as it happens (`_read_while_idle`), not held until the next prompt.
+        self._idle_reader: asyncio.Task[None] | None = None
+        self._idle_scope: anyio.CancelScope | None = None
         self._asking = 0
         self._tool_waiters: dict[str, anyio.Event] = {}
         self._commands_key: tuple[Any, ...] | None = None
@@ -459,6 +464,7 @@ class AgentSession:
 
     async def close(self) -> None:
         """Disconnect; afterwards the CLI process is gone (killed if it outlived the bound)."""
+        await self._stop_idle_reader()
         client, self._client = self._client, None
         if client is None:
             return
@@ -494,6 +500,7 @@ class AgentSession:
 
         client = self._client  # close() may clear self._client while this turn is still winding down
         self._turn_running, self._cancelled, self._prompt_blocked = True, False, False
+        await self._stop_idle_reader()
         started = time.monotonic()
         try:
             await self._emit({"sessionUpdate": "user_message", "text": text})
@@ -558,6 +565,43 @@ class AgentSession:
         finally:
             self._turn_running = False
             self._steer_uuid = None
+            self._read_while_idle(client)
+
+    def _read_while_idle(self, client: Any) -> None:
+        if self._idle_reader is None and self._client is client and client is not None:
+            self._idle_scope = anyio.CancelScope()
+            self._idle_reader = asyncio.get_running_loop().create_task(
+                self._read_idle(client, self._idle_scope), name=f"idle-reader {self.config.session_id}")
+
+    async def _stop_idle_reader(self) -> None:
+        task, self._idle_reader = self._idle_reader, None
+        scope, self._idle_scope = self._idle_scope, None
+        if task is not None and scope is not None:
+            scope.cancel()  # an anyio scope: it waits out the shielded handling of a message already taken
+            with anyio.CancelScope(shield=True):
+                await asyncio.gather(task, return_exceptions=True)
+
+    async def _read_idle(self, client: Any, scope: anyio.CancelScope) -> None:
+        """What the CLI says while no prompt runs (a cycle it started for a background task's notification): shown
+        to the client as it comes. Cancelled when the next prompt starts, only while waiting for a message (the
+        stream gives none up then); a message taken is handled whole. Its result answers no prompt."""
+        from claude_agent_sdk.types import ResultMessage
+
+        messages = client.receive_messages().__aiter__()
+        try:
+            with scope:
+                while True:
+                    message = await messages.__anext__()
+                    with anyio.CancelScope(shield=True):
+                        if isinstance(message, ResultMessage):
+                            kind = (getattr(message, "origin", None) or {}).get("kind") or "CLI-started"
+                            log.info("session %s: a %s cycle ran between prompts", self.config.session_id, kind)
+                        else:
+                            await self._translate(message)
+        except StopAsyncIteration:
+            return
+        except Exception:  # noqa: BLE001 - the next prompt reads on; nothing of the turn depends on this
+            log.warning("session %s: reading the CLI between prompts failed", self.config.session_id, exc_info=True)
 
     async def steer(self, text: str, blocks: list[dict[str, Any]] | None = None) -> bool:
         """Push a message into the running turn (ACP's `_session/steering`): the CLI delivers it at once, cutting the

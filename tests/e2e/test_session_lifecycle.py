@@ -139,8 +139,8 @@ def _running(process: psutil.Process) -> bool:
 @pytest.mark.asyncio
 async def test_a_cycle_the_cli_runs_on_its_own_does_not_answer_the_next_prompt(sidecar) -> None:
     """A background command ends while the session is idle: the CLI tells the model on its own, in a cycle no
-    prompt started. The next prompts get their own answers (the result of that cycle carries no prompt of theirs);
-    what the model said in it reaches the client as the conversation's messages."""
+    prompt started. What the model says in it reaches the client as it happens; the next prompts get their own
+    answers (the result of that cycle carries no prompt of theirs)."""
     async with sidecar(permission=fixed_policy("allow_once")) as run:
         sid = (await run.new_session("background", allowedTools=["Bash"]))["sessionId"]
         first = await run.prompt(sid, "start it in the background")
@@ -148,10 +148,14 @@ async def test_a_cycle_the_cli_runs_on_its_own_does_not_answer_the_next_prompt(s
         with anyio.fail_after(30):
             while not (run.project / "bg-done").exists():
                 await anyio.sleep(0.1)
-        await anyio.sleep(1.5)  # the CLI's notification cycle runs meanwhile, unread
+        # The CLI's own cycle is shown as it happens, with no prompt running.
+        def said() -> str:
+            return "".join(u.get("text", "") for u in run.updates(sid, "agent_message_chunk"))
+
+        with anyio.fail_after(30):
+            while "Noted the background task." not in said():
+                await anyio.sleep(0.1)
         second = await run.prompt(sid, "second")
         third = await run.prompt(sid, "third")
         await run.end(sid)
     assert second["resultText"] == "Second prompt answer." and third["resultText"] == "Third prompt answer."
-    said = "".join(u.get("text", "") for u in run.updates(sid, "agent_message_chunk"))
-    assert "Noted the background task." in said
