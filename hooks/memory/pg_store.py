@@ -42,6 +42,7 @@ the caller: the session goes on without the database.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -1300,7 +1301,7 @@ class PostgresMemoryStore:
         for kind in ("observations", "prompts", "summaries", "sessions"):
             while not (should_stop and should_stop()):
                 try:
-                    got = self._write(lambda conn, kind=kind: step(conn, kind))
+                    got = self._write(functools.partial(step, kind=kind))
                 except psycopg.errors.ForeignKeyViolation:
                     # A write replayed from a spool gave an emptied session a row meanwhile: it stays, and so does
                     # the rest of this pass's sessions (the next pass looks again).

@@ -110,10 +110,13 @@ def retention_status(store: Any, data_dir: Path, config: MemoryConfig) -> dict[s
         last = {**last, **{k: iso_utc(float(last[k])) for k in ("at", "finishedAt") if isinstance(last.get(k), (int, float))}}
     out = {**describe_retention(retention), "lastRun": last}
     out["projects"] = []
-    for entry in rules_in_force(store, data_dir, retention):
-        counts = store.preview_prune(entry.project, entry.rule, with_bytes=False)
-        out["projects"].append({**entry.describe(), "wouldRemove": {
-            kind: getattr(counts, kind) for kind in ("observations", "prompts", "summaries", "sessions")}})
+    try:
+        for entry in rules_in_force(store, data_dir, retention):
+            counts = store.preview_prune(entry.project, entry.rule, with_bytes=False)
+            out["projects"].append({**entry.describe(), "wouldRemove": {
+                kind: getattr(counts, kind) for kind in ("observations", "prompts", "summaries", "sessions")}})
+    except Exception as exc:  # a database that stopped answering: the rest of the status still says so
+        out["error"] = " ".join(str(exc).split())[:300] or type(exc).__name__
     return out
 
 

@@ -61,9 +61,5 @@ class Removed:
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         return self
 
-    @property
-    def records(self) -> int:
-        return self.observations + self.prompts + self.summaries
-
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -18,6 +18,7 @@ simpler to reason about than a connection per thread.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -853,7 +854,7 @@ class MemoryStore:
 
         for kind in ("observations", "prompts", "summaries", "sessions"):
             while not (should_stop and should_stop()):
-                got = self._write(lambda conn, kind=kind: step(conn, kind))
+                got = self._write(functools.partial(step, kind=kind))
                 out.add(got)
                 if getattr(got, kind) < batch:
                     break

@@ -481,9 +481,9 @@ class CodeCache:
         entry = self._entries.pop(project, None)
         if entry is not None and entry.epoch == epoch:
             # Blocks deleted since (the retention's prune) are forgotten before the catch-up by stamp.
-            where, params = ("1 = 1", ()) if project is None else ("project = ?", (project,))
+            mine = "" if project is None else " WHERE project = ?"
             entry = sync_dropped(entry, int(meta.get(DROPPED, 0)), lambda: [r[0] for r in conn.execute(
-                sql.q(f"SELECT id FROM memory_vector_blocks WHERE {where}"), params)])
+                sql.q(f"SELECT id FROM memory_vector_blocks{mine}"), () if project is None else (project,))])
         if entry is None or entry.epoch != epoch:
             entry = CodeEntry(epoch)
             entry.dropped = int(meta.get(DROPPED, 0))
