@@ -472,6 +472,9 @@ class MemoryStatusResult(WireModel):
     meaning_available: bool  # whether the embedding model loads here
     reason: str | None = None  # why it does not, when it does not
     backfill: MemoryBackfill
+    # The user's retention (docs/MEMORY.md "Retention"): the rules in force, the last daily pass and, per project it
+    # limits, what it would remove now; `inForce: false` when none is set (nothing is ever deleted then).
+    retention: dict[str, Any] | None = None
 
 
 # --------------------------------------------------------------------------- sidecar → frontend request

@@ -81,8 +81,12 @@ def register(app: SidecarApp) -> None:
 
                 model = embedder_status()
                 return {**out, "meaningAvailable": model["available"], "reason": model.get("reason") or str(exc)}
+            from hooks.memory.config import load_config
+            from hooks.memory.prune import retention_status
+
+            retention = retention_status(store, data_dir, load_config()) if out["up"] else None
             return {**out, "items": vectors["items"], "embedded": vectors["embedded"], "model": vectors["model"],
-                    "meaningAvailable": vectors["available"], "reason": vectors.get("reason")}
+                    "meaningAvailable": vectors["available"], "reason": vectors.get("reason"), "retention": retention}
 
         result = await anyio.to_thread.run_sync(read)
         backfill = JOB.status(data_dir)

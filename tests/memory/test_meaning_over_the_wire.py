@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import json
 import anyio
 import pytest
 
@@ -147,3 +148,23 @@ async def test_the_agent_reads_past_work_related_to_its_first_prompt_when_the_us
     [first] = run.model_requests("plain")
     assert "related to this request" not in request_text(first)
     assert any("$.builtin: only Orion's user settings" in w for w in session["warnings"])
+
+
+async def test_memory_status_over_the_wire_shows_the_users_retention_and_what_it_would_remove(
+        tmp_path: Path, monkeypatch) -> None:
+    """`memory/status` carries what `python -m hooks.memory status` shows of retention: the user's rule for the
+    project and, before any pass ran, what it would remove now (a status call removes nothing)."""
+    data = tmp_path / "data"
+    settings = tmp_path / "orion-user.json"
+    env = {"ORION_DATA_DIR": str(data), "ORION_USER_SETTINGS": str(settings)}
+    async with open_sidecar(tmp_path, "notes", trust=False, env=env) as run:
+        settings.write_text(json.dumps({"memory": {"retention": {"projects": {str(run.project): {
+            "maxObservations": 10}}}}}))
+        store_without_vectors(data, run.project, monkeypatch)
+        status = await run.request("memory/status")
+        again = await run.request("memory/status")
+    retention = status["retention"]
+    assert retention["inForce"] is True
+    [limited] = retention["projects"]
+    assert limited["wouldRemove"]["observations"] == 20  # 30 stored, the newest 10 kept
+    assert again["items"] == status["items"] == 31  # nothing removed by looking (30 here, 1 elsewhere)

@@ -434,6 +434,7 @@ export interface MemoryStatusResult {
   meaningAvailable: boolean;
   reason: string | null;
   backfill: MemoryBackfill;
+  retention: Record<string, unknown> | null;
 }
 
 export interface MemoryTextMatch {
