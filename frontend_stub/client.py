@@ -150,6 +150,7 @@ class SidecarClient:
         on_request: RequestHandler | None = None,
         *,
         initialize: bool = True,
+        capabilities: Mapping[str, Any] | None = None,
         echo_stderr: bool = False,
         startup_timeout: float = 30.0,
         close_timeout: float = 10.0,
@@ -187,7 +188,7 @@ class SidecarClient:
                     try:
                         if initialize:
                             with anyio.fail_after(startup_timeout):
-                                await client.initialize()
+                                await client.initialize(capabilities)
                         yield client
                     finally:
                         with anyio.CancelScope(shield=True):
@@ -199,9 +200,11 @@ class SidecarClient:
 
     # ------------------------------------------------------------------ calls
 
-    async def initialize(self) -> p.InitializeResult:
+    async def initialize(self, capabilities: Mapping[str, Any] | None = None) -> p.InitializeResult:
+        """`capabilities`: what this frontend shows, e.g. `{"elicitation": {"form": {}}}` for the questions as forms."""
         params = p.InitializeParams(protocol_version=p.PROTOCOL_VERSION,
-                                    client_info=p.ClientInfo(name=CLIENT_NAME, version=CLIENT_VERSION))
+                                    client_info=p.ClientInfo(name=CLIENT_NAME, version=CLIENT_VERSION),
+                                    capabilities=dict(capabilities or {}))
         self.initialize_result = await self.peer.request("initialize", params, result_model=p.InitializeResult)
         return self.initialize_result
 

@@ -512,6 +512,27 @@ class RequestPermissionResult(WireModel):
     outcome: Annotated[Union[PermissionSelected, PermissionCancelled], Field(discriminator="outcome")]
 
 
+class ElicitationCreateParams(WireModel):
+    """A question for the user, for a frontend that said it shows forms (`initialize`'s `capabilities.elicitation.
+    form`): the model's AskUserQuestion (`toolUseId` names its tool call; one field per question, `q0`, `q1`, …) or
+    an MCP server's question (`requestedSchema` the server's own). The same shape as ACP's `elicitation/create`."""
+
+    session_id: str
+    mode: Literal["form", "url"]
+    message: str
+    requested_schema: dict[str, Any] | None = None
+    tool_call_id: str | None = None
+    url: str | None = None  # mode "url" (a frontend that said `elicitation.url`): an http(s) address only
+    elicitation_id: str | None = None
+
+
+class ElicitationCreateResult(WireModel):
+    """`accept` with the fields' values in `content`, `decline`, or `cancel` (dismissed)."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
 # --------------------------------------------------------------------------- events (sidecar → frontend notifications)
 
 

@@ -117,6 +117,9 @@ METHODS: dict[str, MethodSpec] = dict([
 CLIENT_REQUESTS: dict[str, MethodSpec] = dict([
     _m("session/request_permission", "RequestPermissionParams", "RequestPermissionResult",
        "Ask the user whether a tool may run; answer with the chosen option or `cancelled`."),
+    _m("elicitation/create", "ElicitationCreateParams", "ElicitationCreateResult",
+       "Ask the user the model's questions (AskUserQuestion) or an MCP server's, as a form; only to a frontend "
+       "whose `initialize` said `capabilities.elicitation.form` (or `.url` for an address to open)."),
 ])
 
 # Sidecar → frontend notifications.

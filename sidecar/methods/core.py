@@ -45,6 +45,9 @@ def accept_handshake(app: SidecarApp, params: p.HandshakeParams) -> Any:
             capabilities=p.ServerCapabilities(methods=app.method_names, events=app.event_names),
         )
         client = legacy.client_info.model_dump()
+        # What Orion's own frontend says it can show: forms for the model's and MCP servers' questions.
+        elicitation = (legacy.capabilities or {}).get("elicitation")
+        app.frontend_capabilities = {"elicitation": elicitation} if isinstance(elicitation, dict) else {}  # type: ignore[attr-defined]
     app.client_info = client
     app.state = "initialized"
     # Logged once the answer is on its way: the first log line loads the redaction patterns (hooks.redaction),

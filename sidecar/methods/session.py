@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ipc import protocol as p
 from sidecar.app import CallContext, SidecarApp
 from sidecar.methods._services import has_session_manager, session_manager
+
+
+def frontend_capabilities(app: SidecarApp) -> dict[str, Any] | None:
+    """What Orion's own frontend said at `initialize` it shows (forms): None when nothing."""
+    return getattr(app, "frontend_capabilities", None) or None
 
 
 def register(app: SidecarApp) -> None:
@@ -15,7 +22,8 @@ def register(app: SidecarApp) -> None:
 
     @app.method("session/new")
     async def session_new(params: p.SessionNewParams, call: CallContext) -> p.SessionNewResult:
-        session, hookset = await session_manager(app).new(**params.model_dump())
+        session, hookset = await session_manager(app).new(**params.model_dump(),
+                                                          client_capabilities=frontend_capabilities(app))
         return p.SessionNewResult(
             session_id=session.session_id,
             model=session.model,
@@ -27,7 +35,8 @@ def register(app: SidecarApp) -> None:
 
     @app.method("session/prepare")
     async def session_prepare(params: p.SessionPrepareParams, call: CallContext) -> p.SessionPrepareResult:
-        return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(**params.model_dump()))
+        return p.SessionPrepareResult.model_validate(await session_manager(app).prepare(
+            **params.model_dump(), client_capabilities=frontend_capabilities(app)))
 
     @app.method("session/context")
     async def session_context(params: p.SessionContextParams, call: CallContext) -> p.Empty:

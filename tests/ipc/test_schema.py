@@ -32,7 +32,7 @@ def test_python_m_ipc_schema_prints_a_bundle_with_resolvable_refs():
     bundle = json.loads(out)
     assert set(bundle["methods"]) == set(METHODS)
     assert set(bundle["events"]) == set(EVENTS)
-    assert set(bundle["clientRequests"]) == {"session/request_permission"}
+    assert set(bundle["clientRequests"]) == {"session/request_permission", "elicitation/create"}
     refs = []
 
     def walk(node):
