@@ -42,10 +42,11 @@ log = logging.getLogger(__name__)
 # resume, and SessionEnd but for `/clear`, are the sidecar's to fire (the CLI never calls those back).
 SDK_HOOK_EVENTS: tuple[str, ...] = ALL_EVENTS
 
-# Events whose block means the prompt (a message, a slash command, `/compact`) does nothing: the turn's stop reason
-# says "blocked" so the frontend knows a hook stopped it.
 STEER_FOLLOW_S = 5.0  # how long a turn waits for the cycle a steered message starts (it normally starts at once)
 SHOWN_WAIT_S = 0.25  # how long a subagent's hook waits for its tool call to be shown (normally: one loop turn)
+
+# Events whose block means the prompt (a message, a slash command, `/compact`) does nothing: the turn's stop reason
+# says "blocked" so the frontend knows a hook stopped it.
 PROMPT_GATES = frozenset({"UserPromptSubmit", "UserPromptExpansion", "PreCompact"})
 
 # Given to the CLI on every start, whatever setting_sources says: a settings file must never
