@@ -61,6 +61,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from hooks.memory.config import SHARED_PREFIX, MemoryConfig, RetentionRule, owner_of, shared_project
 from hooks.memory.embedder import CODE_BYTES, embedder_status, get_embedder
+from hooks.memory.pg_text import best_matches, rows_sql
 from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
 from hooks.memory.ranking import search as ranked_search
 from hooks.memory.retention import PRUNE_BATCH, VECTOR_BYTES, Cut, Removed, cut_of
@@ -460,11 +461,12 @@ class PgVectorIndex:
 
     @staticmethod
     def _rank(conn: Conn, best_items: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The candidates' float16 vectors, read by item, ranked by exact cosine."""
+        """The candidates' float16 vectors, read by item, ranked by exact cosine. In binary: 1,024 vectors are 512 KiB
+        as bytes, twice that as the hex text PostgreSQL sends a bytea otherwise."""
         if best_items.size == 0:
             return []
         rows = conn.execute("SELECT item, vector FROM memory_vectors WHERE item = ANY(%s)",
-                            ([int(i) for i in best_items],)).fetchall()
+                            ([int(i) for i in best_items],), binary=True).fetchall()
         return rank_by_cosine([int(r["item"]) for r in rows], [bytes(r["vector"]) for r in rows], query, k)
 
 
@@ -937,45 +939,30 @@ class PostgresMemoryStore:
         return ranked_search(query, project, limit, mode, self._text_hits, self._meaning_hits)
 
     def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
-        """Full-text hits, best first, ranked by ts_rank_cd; a table where the query matches more than
-        DENSE_MATCHES rows ranks only its newest RANK_WINDOW matches (as on SQLite: a word in every row costs what
-        a rare one does). Which tables are dense is asked first, with a LIMIT the planner serves from the GIN
-        index for a rare word and from the first rows for a common one: an ORDER BY created_at LIMIT in every
-        case would make it walk the newest rows for a rare word too, reading the whole table to find nothing."""
+        """Full-text hits, best first: of each table, the newest RANK_WINDOW matches (found in steps whose reads do
+        not grow with history: hooks/memory/pg_text.py), ranked by ts_rank_cd, the best marked by ts_headline."""
         match = fts_query(query)
         if match is None:
             return []
         # The query is spelled out where it is used, never through a CTE: a CTE hides the constant from the
-        # planner, which then guesses a common word as rare and plans a bitmap scan of every match and a sort
-        # (355 ms for "ticket" at 100k); spelled out, it uses the word's statistics and walks the newest rows
-        # by the (project, created_at) index (1 ms).
+        # planner, which then guesses a common word as rare (355 ms for "ticket" at 100k).
         q = f"websearch_to_tsquery('{TS_CONFIG}', %(match)s)"
-        where = f"tsv @@ {q} AND {_VISIBLE}" + (" AND project = %(project)s" if project else "")
-        tables = (("user_prompts", "prompt", "text"), ("observations", "observation", "text"),
-                  ("session_summaries", "summary", _SUMMARY_TEXT))
-        params = self._scope(match=match, project=project, limit=limit, window=RANK_WINDOW, dense=DENSE_MATCHES)
-        counted = self._read("SELECT " + ", ".join(
-            f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {where} LIMIT %(dense)s) AS m) AS {kind}"
-            for table, kind, _ in tables), params)
-        if not counted:
-            return []  # the database does not answer: nothing found (reported once by the store)
+        params = self._scope(match=match, project=project)
 
-        def matched(table: str, kind: str, text: str) -> str:
-            newest = " ORDER BY created_at DESC LIMIT %(window)s" if counted[0][kind] >= DENSE_MATCHES else ""
-            return (f"(SELECT id * 4 + {KIND_CODES[kind]} AS item, '{kind}' AS kind, session_id, project,"
-                    f" {text} AS text, created_at, tsv FROM {table} WHERE {where}{newest})")
+        def read(conn: Conn) -> list[tuple[dict[str, Any], float]]:
+            best = best_matches(conn, q, _VISIBLE, bool(project), params, RANK_WINDOW, limit)
+            if not best:
+                return []
+            ids: dict[str, list[int]] = {}
+            for kind, row_id, _ in best:
+                ids.setdefault(f"ids_{kind}", []).append(row_id)
+            rows = {(r["kind"], r["id"]): r for r in conn.execute(
+                rows_sql(q, TS_CONFIG, {kind for kind, _, _ in best}), {**params, **ids}).fetchall()}
+            return [(rows[(kind, row_id)], rank) for kind, row_id, rank in best if (kind, row_id) in rows]
 
-        sql = (
-            f"WITH matched AS ({' UNION ALL '.join(matched(*t) for t in tables)}),"
-            " hits AS (SELECT item, kind, session_id, project, text, created_at,"
-            f"  ts_rank_cd(tsv, {q}) AS rank FROM matched ORDER BY rank DESC, created_at DESC, item LIMIT %(limit)s)"
-            f" SELECT hits.*, ts_headline('{TS_CONFIG}', text, {q}, 'StartSel=«, StopSel=», MaxWords=16, MinWords=6,"
-            " ShortWord=2, MaxFragments=1, FragmentDelimiter=…') AS snippet FROM hits ORDER BY rank DESC,"
-            " created_at DESC, item"
-        )
-        rows = self._read(sql, params)
-        return [make_hit(r, _join_marks(r["snippet"]), float(r["rank"]), {"text": text_why(n, float(r["rank"]))})
-                for n, r in enumerate(rows, 1)]
+        none: list[tuple[dict[str, Any], float]] = []
+        return [make_hit(r, _join_marks(r["snippet"]), rank, {"text": text_why(n, rank)})
+                for n, (r, rank) in enumerate(self._reading(read, none), 1)]
 
     def _meaning_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
         if not query.strip():
@@ -1339,10 +1326,6 @@ def _scalar(conn: Conn, sql: str, params: Any) -> Any:
     row = conn.execute(sql, params).fetchone()
     assert row is not None, sql
     return next(iter(row.values()))
-
-
-DENSE_MATCHES = 4 * RANK_WINDOW  # more matches than this in a table: rank only its newest RANK_WINDOW
-_SUMMARY_TEXT = "request || E'\\n' || outcome"  # a summary's searchable text, as SQLite's full-text row holds it
 
 
 def _without_tsv(row: dict[str, Any]) -> dict[str, Any]:
