@@ -180,6 +180,16 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     close_all_stores()
 
 
+def filled(backend: str, data: Path, *projects: str) -> None:
+    """A memory on `backend` holding `fill`'s records for each project, written and closed."""
+    clock = Clock(NOW)
+    store = open_memory(backend, data, clock)
+    for project in projects:
+        fill(store, clock, project)
+    store.wait_flushed(10)
+    store.close()
+
+
 def open_memory(backend: str, data: Path, clock: Clock) -> Any:
     if backend == "sqlite":
         return MemoryStore(data / "memory.sqlite3", clock=clock)
@@ -211,12 +221,7 @@ def digest(backend: str, data: Path) -> dict[str, str]:
 
 def test_prune_dry_run_changes_nothing_and_prune_removes_what_it_said(backend: str, tmp_path: Path) -> None:
     data = Path(os.environ["ORION_DATA_DIR"])
-    clock = Clock(NOW)
-    store = open_memory(backend, data, clock)
-    fill(store, clock, "proj_old")
-    fill(store, clock, "proj_other")
-    store.wait_flushed(10)
-    store.close()
+    filled(backend, data, "proj_old", "proj_other")
     user_settings({"maxAgeDays": 30, "maxObservations": 5})
     before = digest(backend, data)
     code, dry, err = cli("prune", "--dry-run", "--project", "proj_old", cwd=tmp_path)
@@ -242,12 +247,7 @@ def test_prune_dry_run_changes_nothing_and_prune_removes_what_it_said(backend: s
 
 def test_status_shows_the_retention_in_force_and_what_it_would_remove(backend: str, tmp_path: Path) -> None:
     data = Path(os.environ["ORION_DATA_DIR"])
-    clock = Clock(NOW)
-    store = open_memory(backend, data, clock)
-    fill(store, clock, "proj_a")
-    fill(store, clock, "proj_b")
-    store.wait_flushed(10)
-    store.close()
+    filled(backend, data, "proj_a", "proj_b")
     code, out, err = cli("status", cwd=tmp_path)
     assert code == 0, err
     assert out["retention"] == {**out["retention"], "inForce": False, "projects": [], "lastRun": None}
