@@ -23,7 +23,6 @@ The rules (docs/HOOKS.md "Editing hooks from the app"):
 from __future__ import annotations
 
 import copy
-import fcntl
 import hashlib
 import json
 import os
@@ -207,6 +206,8 @@ class _FileLock:
     def __enter__(self) -> _FileLock:
         self._thread_lock.acquire()
         try:
+            import fcntl  # POSIX only: imported where it is used, so the module imports everywhere
+
             from hooks.private_files import private_dir
 
             private_dir(self._file.parent)

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sidecar.app import SidecarApp
 
 if TYPE_CHECKING:
     from sidecar.sessions import SessionManager
+
+
+async def reload_hooks(app: SidecarApp, project: Any = None) -> None:
+    """Live sessions pick up a change to what their hooks are at once: those of `project`, or every one (None: the
+    user's own settings or plugins, which every project's sessions have)."""
+    import anyio.to_thread
+
+    for session in session_manager(app).live_sessions():
+        if project is None or session.project_dir == project:
+            await anyio.to_thread.run_sync(session.runner.reload)
 
 
 def session_manager(app: SidecarApp) -> SessionManager:

@@ -13,7 +13,7 @@ import anyio
 from ipc import protocol as p
 from ipc.errors import InvalidParams, ModelUnavailable
 from sidecar.app import CallContext, SidecarApp
-from sidecar.methods._services import session_manager
+from sidecar.methods._services import reload_hooks, session_manager
 
 
 async def _project_hookset(app: SidecarApp, params: p.HookScope):
@@ -106,8 +106,7 @@ async def _trust_plugin(app: SidecarApp, store: Any, project: Path, params: p.Ho
             raise InvalidParams(str(exc), data={"projectDir": str(project), "plugin": params.plugin,
                                                 "reviewedHash": params.hash}) from exc
         trusted = True
-    for session in session_manager(app).live_sessions():  # the user's plugin is in every project's sessions
-        await anyio.to_thread.run_sync(session.runner.reload)
+    await reload_hooks(app)  # the user's plugin is in every project's sessions
     return p.HooksTrustResult(trusted=trusted, hash=digest)
 
 
@@ -149,10 +148,7 @@ def register(app: SidecarApp) -> None:
                 raise InvalidParams(str(exc), data={"projectDir": str(project), "reviewedHash": params.hash,
                                                     "currentHash": now}) from exc
             trusted = True
-        # Live sessions of this project pick the change up at once (a revoke stops its hooks).
-        for session in session_manager(app).live_sessions():
-            if session.project_dir == project:
-                await anyio.to_thread.run_sync(session.runner.reload)
+        await reload_hooks(app, project)  # a revoke stops its live sessions' hooks at once
         return p.HooksTrustResult(trusted=trusted, hash=digest)
 
     @app.method("hooks/stats")

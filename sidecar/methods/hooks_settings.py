@@ -12,7 +12,7 @@ import anyio
 from ipc import protocol as p
 from ipc.errors import InvalidParams, SettingsChanged
 from sidecar.app import CallContext, SidecarApp
-from sidecar.methods._services import session_manager
+from sidecar.methods._services import reload_hooks
 
 
 def _project(project_dir: str | None) -> Path | None:
@@ -23,9 +23,7 @@ def _project(project_dir: str | None) -> Path | None:
 
 async def _edited(app: SidecarApp, outcome: Any, project: Path | None, *, every_project: bool) -> p.HooksEditResult:
     """Reload the live sessions the file feeds, and say where the project's trust stands after the edit."""
-    for session in session_manager(app).live_sessions():
-        if every_project or session.project_dir == project:
-            await anyio.to_thread.run_sync(session.runner.reload)
+    await reload_hooks(app, None if every_project else project)
     result: dict[str, Any] = {"path": str(outcome.path), "digest": outcome.digest, "at": outcome.at,
                               "warnings": outcome.warnings}
     if project is not None:
