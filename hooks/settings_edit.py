@@ -180,8 +180,7 @@ def settings(target: str, project_dir: Path | None) -> SettingsFile:
         out.disabled = [n for n in disabled if isinstance(n, str)] if isinstance(disabled, list) else []
     elif target in PROJECT_TARGETS:
         assert project_dir is not None
-        over = _read_overrides(Path(project_dir))
-        out.disabled = over[1]
+        out.disabled = _overrides_disabled(Path(project_dir))
     return out
 
 
@@ -405,12 +404,13 @@ def remove(target: str, project_dir: Path | None, digest: str | None, at: dict[s
 # --------------------------------------------------------------------------- on and off
 
 
-def _read_overrides(project_dir: Path) -> tuple[dict[str, Any], list[str]]:
+def _overrides_disabled(project_dir: Path) -> list[str]:
+    """The names the project's `hook-overrides.json` turns off (none when it is missing)."""
     path = overrides_path(project_dir)
     _refuse_links(path, project_dir)
     doc = _document(path, _read_bytes(path, no_follow=True))
     disabled = doc.get("disabled")
-    return doc, [n for n in disabled if isinstance(n, str)] if isinstance(disabled, list) else []
+    return [n for n in disabled if isinstance(n, str)] if isinstance(disabled, list) else []
 
 
 def set_enabled(scope: str, project_dir: Path | None, name: str, enabled: bool) -> EditOutcome:
