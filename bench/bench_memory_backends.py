@@ -58,8 +58,8 @@ def fill_sqlite(store: MemoryStore, n: int) -> None:
     batch: list[tuple] = []
 
     def flush() -> None:
-        conn.executemany("INSERT INTO observations (id, session_id, project, prompt_number, tool_name, text, created_at)"
-                         " VALUES (?, ?, ?, 1, 'Bash', ?, ?)", batch)
+        conn.executemany("INSERT INTO observations (id, session_id, project, prompt_number, tool_name, created_at)"
+                         " VALUES (?, ?, ?, 1, 'Bash', ?)", [(b[0], b[1], b[2], b[4]) for b in batch])
         conn.executemany("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at, scope)"
                          " VALUES (?, ?, 'observation', ?, ?, ?, ?, ?)",
                          [(b[0], b[3], b[0], b[1], b[2], b[4], scope_token(b[2])) for b in batch])

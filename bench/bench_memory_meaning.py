@@ -107,8 +107,8 @@ def grow_sqlite(store: Any, embedder: Any, rng: random.Random, start: int, end: 
                          " VALUES (?, ?, ?, ?)", (sid, project, now, now))
             items = []
             for tool, text in rows:
-                ref = conn.execute("INSERT INTO observations (session_id, project, prompt_number, tool_name, text,"
-                                   " created_at) VALUES (?, ?, 1, ?, ?, ?)", (sid, project, tool, text, now)).lastrowid
+                ref = conn.execute("INSERT INTO observations (session_id, project, prompt_number, tool_name,"
+                                   " created_at) VALUES (?, ?, 1, ?, ?)", (sid, project, tool, now)).lastrowid
                 conn.execute("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at,"
                              " scope) VALUES (?, ?, 'observation', ?, ?, ?, ?, 's' || lower(hex(?)) || '0')",
                              (ref, text, ref, sid, project, now, project))

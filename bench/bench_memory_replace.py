@@ -32,11 +32,11 @@ def main() -> None:
             for sid in {r[0] for r in rows}:
                 conn.execute("INSERT OR IGNORE INTO sessions (session_id, project, started_at, updated_at)"
                              " VALUES (?, '/p', 1, 1)", (sid,))
-            conn.executemany("INSERT INTO observations (session_id, project, prompt_number, tool_name, text, created_at)"
-                             " VALUES (?, ?, ?, ?, ?, ?)", rows)
-            conn.execute("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at, scope)"
-                         " SELECT id, text, 'observation', id, session_id, project, created_at,"
-                         " 's' || lower(hex(project)) || '0' FROM observations")
+            conn.executemany("INSERT INTO observations (id, session_id, project, prompt_number, tool_name, created_at)"
+                             " VALUES (?, ?, ?, ?, ?, ?)", [(i, *r[:4], r[5]) for i, r in enumerate(rows, 1)])
+            conn.executemany("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at, scope)"
+                             " VALUES (?, ?, 'observation', ?, ?, ?, ?, 's' || lower(hex(?)) || '0')",
+                             [(i, r[4], i, r[0], r[1], r[5], r[1]) for i, r in enumerate(rows, 1)])
 
         store._write(fill)
         new, old = [], []

@@ -1,5 +1,6 @@
 """`python -m hooks.memory`: which memory backend is in use, importing a local SQLite memory into the team database,
-embedding stored memory for search by meaning (`backfill`), and applying the user's retention (`prune`)."""
+embedding stored memory for search by meaning (`backfill`), applying the user's retention (`prune`), and giving
+a pruned SQLite file's free pages back to the disk (`compact`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -96,6 +98,37 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    from hooks.memory.store import close_all_stores, memory_exists
+
+    config = _config(args)
+    data = Path(args.data_dir) if args.data_dir else default_data_dir()
+    if config.backend != "sqlite":
+        print("compact: the memory is a PostgreSQL database, whose own vacuum reuses free space; nothing to do",
+              file=sys.stderr)
+        return 2
+    if not memory_exists(data):
+        print(f"compact: no memory in {data}", file=sys.stderr)
+        return 1
+    store = _store(args, config)
+    try:
+        free = store.usage().get("freeBytes", 0)
+        # VACUUM builds the new file in SQLite's temporary folder, then writes it back through the WAL: twice the
+        # pages in use, counted against this disk (the temporary folder is on it here, or elsewhere and smaller).
+        need = 2 * (store.path.stat().st_size - free)
+        spare = shutil.disk_usage(store.path.parent).free
+        if spare < need:
+            print(f"compact: the file is written again and needs {need} bytes free beside it; the disk has {spare}."
+                  " Nothing was changed", file=sys.stderr)
+            return 1
+        report = store.compact()
+    finally:
+        store.close()
+        close_all_stores()
+    print(json.dumps({**report, "freed": report["before"] - report["after"]}))
+    return 0
+
+
 def cmd_backfill(args: argparse.Namespace) -> int:
     from hooks.memory.backfill import run_backfill
 
@@ -115,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                                    "embedding model)"),
         ("prune", cmd_prune, "remove what the user's retention (memory.retention in the user's settings) does not "
                              "keep, and say what went: counts and bytes per project"),
+        ("compact", cmd_compact, "SQLite: give the file's free pages (after a prune) back to the disk (VACUUM; "
+                                 "needs the memory's size free on disk, and holds writes meanwhile)"),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--data-dir", default=None, help="Orion's data directory (default: $ORION_DATA_DIR or its default)")

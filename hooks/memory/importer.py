@@ -20,7 +20,7 @@ from typing import Any
 from hooks.memory.config import MemoryConfig, install_id, shared_project
 from hooks.memory.identity import _load, registry_path
 from hooks.memory.pg_store import SCHEMA, PostgresMemoryStore, clean
-from hooks.memory.store import memory_db_path
+from hooks.memory.store import OBSERVATIONS_IN_ORDER, MemoryStore, memory_db_path
 
 BATCH = 1000
 
@@ -86,6 +86,7 @@ def _copy(source: Path, store: PostgresMemoryStore, config: MemoryConfig, data_d
 
     report = ImportReport()
     before = _owned(store)
+    MemoryStore(source).close()  # brings an older file to this schema first: the reads below are written for it
     conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:
@@ -109,7 +110,7 @@ def _copy(source: Path, store: PostgresMemoryStore, config: MemoryConfig, data_d
                 " %(created_at)s) ON CONFLICT (owner, session_id, prompt_number) DO UPDATE SET text = excluded.text",
                 [{**r, **scope(projects.get(r["session_id"], "")), "text": clean(r["text"])} for r in b]))
             report.prompts += len(batch)
-        for batch in _rows(conn, "SELECT * FROM observations ORDER BY id"):
+        for batch in _rows(conn, OBSERVATIONS_IN_ORDER):
             store._write(lambda pg, b=batch: pg.cursor().executemany(
                 "INSERT INTO observations (obs_key, owner, team, shared, session_id, project, prompt_number,"
                 " tool_name, text, created_at) VALUES (%(key)s, %(owner)s, %(team)s, %(shared)s, %(session_id)s,"

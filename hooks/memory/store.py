@@ -47,7 +47,7 @@ from hooks.redaction import redact
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000
 WRITE_PATIENCE_S = 60.0  # how long a write waits in all for another writer of the file (store._write)
 
@@ -182,7 +182,40 @@ DROP INDEX session_summaries_by_project;
 CREATE INDEX session_summaries_by_project ON session_summaries (project, created_at DESC, id DESC);
 """
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+# v5: an observation's text is kept once, in its full-text row (search, the vector backfill and every reader take it
+# from there by rowid, which is the observation's id): the observations table held a second copy, ~135 of its
+# ~180 bytes a row (issue 27: the store against its floor, bench/bench_memory_store_size.py). An observation
+# without a full-text row (none is written so; a file damaged by hand could hold one) gets one first, so no text is
+# lost. The table is written again (a dropped column would leave every page as wide as before); the old pages go to
+# the file's free list, reused by later writes (`python -m hooks.memory compact` gives them back to the disk).
+_SCHEMA_V5 = """
+INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at, scope)
+    SELECT o.id, o.text, 'observation', o.id, o.session_id, o.project, o.created_at,
+           's' || lower(hex(o.project)) || '0'
+    FROM observations o WHERE NOT EXISTS (SELECT 1 FROM memory_fts_content c WHERE c.id = o.id);
+CREATE TABLE observations_v5 (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+    project TEXT NOT NULL,
+    prompt_number INTEGER NOT NULL,
+    tool_name TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+INSERT INTO observations_v5 (id, session_id, project, prompt_number, tool_name, created_at)
+    SELECT id, session_id, project, prompt_number, tool_name, created_at FROM observations ORDER BY id;
+DROP TABLE observations;
+ALTER TABLE observations_v5 RENAME TO observations;
+CREATE INDEX observations_by_session ON observations (session_id, id);
+CREATE INDEX observations_by_project ON observations (project, created_at DESC, id DESC);
+"""
+
+# An observation as callers know it (its text from its full-text row).
+_OBSERVATION = ("SELECT o.id, o.session_id, o.project, o.prompt_number, o.tool_name, f.text, o.created_at"
+                " FROM observations o JOIN memory_fts f ON f.rowid = o.id")
+# Every observation, oldest first, for a reader of the file at this schema (hooks/memory/importer.py).
+OBSERVATIONS_IN_ORDER = _OBSERVATION + " ORDER BY o.id"
+
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4, 5: _SCHEMA_V5}
 # Full-text ranking is bounded: the newest RANK_WINDOW matches of a query (observations; and as many prompts and
 # summaries) are ranked by BM25 (hooks/memory/bm25.py), so a word in every row costs what a rare one does. "Newest,
 # then most relevant among them": docs/MEMORY.md, "Search".
@@ -199,7 +232,8 @@ _TEXTS_AFTER = "SELECT rowid, project, text FROM memory_fts WHERE rowid > ? ORDE
 # table's (project, created_at) index, or of the project's sessions; a prompt's project is its session's.
 _DOOMED: dict[str, tuple[str, str, str, str]] = {
     "observations": ("observations", "project = :p AND (created_at < :at OR (created_at = :at AND id < :id))",
-                     "length(CAST(text AS BLOB)) + length(CAST(tool_name AS BLOB))", "id"),
+                     "length(CAST(tool_name AS BLOB)) + coalesce((SELECT length(CAST(f.text AS BLOB)) FROM memory_fts f"
+                     " WHERE f.rowid = observations.id), 0)", "id"),
     "prompts": ("user_prompts", "created_at < :at AND session_id IN (SELECT session_id FROM sessions"
                 " WHERE project = :p)", "length(CAST(text AS BLOB))", "-2 * id"),
     "summaries": ("session_summaries", "project = :p AND created_at < :at",
@@ -490,8 +524,8 @@ class MemoryStore:
         def tx(conn: sqlite3.Connection) -> int:
             self._ensure_session(conn, session_id, project, now)
             cur = conn.execute(
-                "INSERT INTO observations (session_id, project, prompt_number, tool_name, text, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, project, prompt_number, tool_name, text, now),
+                "INSERT INTO observations (session_id, project, prompt_number, tool_name, created_at) VALUES (?, ?, ?, ?, ?)",
+                (session_id, project, prompt_number, tool_name, now),
             )
             rowid = int(cur.lastrowid or 0)
             # The observation's own id is its full-text rowid: positive, as every other rowid is negative (FTS5's
@@ -551,7 +585,7 @@ class MemoryStore:
         return self._read("SELECT * FROM user_prompts WHERE session_id = ? ORDER BY prompt_number", (session_id,))
 
     def observations(self, session_id: str) -> list[dict[str, Any]]:
-        return self._read("SELECT * FROM observations WHERE session_id = ? ORDER BY id", (session_id,))
+        return self._read(f"{_OBSERVATION} WHERE o.session_id = ? ORDER BY o.id", (session_id,))
 
     def summaries(self, session_id: str) -> list[dict[str, Any]]:
         return self._read("SELECT * FROM session_summaries WHERE session_id = ? ORDER BY prompt_number", (session_id,))
@@ -566,8 +600,9 @@ class MemoryStore:
                 (project, exclude, summaries),
             ),
             observations=self._read(
-                "SELECT session_id, tool_name, text, created_at FROM observations"
-                " WHERE project = ? AND session_id != ? ORDER BY created_at DESC, id DESC LIMIT ?",
+                "SELECT o.session_id, o.tool_name, f.text, o.created_at FROM observations o"
+                " JOIN memory_fts f ON f.rowid = o.id"
+                " WHERE o.project = ? AND o.session_id != ? ORDER BY o.created_at DESC, o.id DESC LIMIT ?",
                 (project, exclude, observations),
             ),
         )
@@ -722,7 +757,28 @@ class MemoryStore:
             return usage_of(UsageSql(
                 per_project=per_project, since=since,
                 prompts=lambda: int(conn.execute("SELECT count(*) FROM user_prompts").fetchone()[0]),
-                vectors=lambda: self._vectors.count(conn), bytes=size), self._clock(), iso_utc)
+                vectors=lambda: self._vectors.count(conn), bytes=size, free_bytes=lambda: self._free_bytes(conn)),
+                            self._clock(), iso_utc)
+
+    @staticmethod
+    def _free_bytes(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("PRAGMA freelist_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0])
+
+    def compact(self) -> dict[str, int]:
+        """Give the file's free pages back to the disk (SQLite's VACUUM: the file is written again, so it needs twice
+        the pages in use free on disk, and holds the write lock meanwhile; readers go on). A retention pass
+        or the v5 migration leaves pages free that later writes reuse; this is for when the disk wants them now.
+        Returns {before, after} in bytes (the file and its WAL)."""
+        def on_disk() -> int:
+            wal = Path(f"{self.path}-wal")
+            return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+        with self._lock:
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            before = on_disk()
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return {"before": before, "after": on_disk()}
 
     def vector_status(self) -> dict[str, Any]:
         """How much of the memory has vectors: {model, embedded, items, available, reason?}."""

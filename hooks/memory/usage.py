@@ -21,13 +21,16 @@ TOP_PROJECTS = 10
 class UsageSql:
     """A backend's answers: `per_project()` -> {project: (observations, summaries, newest created_at)},
     `since(project, t)` -> observations and summaries of `project` created at or after t, `prompts()`,
-    `vectors()` -> counts, `bytes()` -> the database's size on disk."""
+    `vectors()` -> counts, `bytes()` -> the database's size on disk, `free_bytes()` -> of that, what the file keeps
+    for reuse and `python -m hooks.memory compact` would give back (SQLite; None where the engine reuses space of
+    its own accord, as PostgreSQL's vacuum does)."""
 
     per_project: Callable[[], dict[str, tuple[int, int, float | None]]]
     since: Callable[[str, float], int]
     prompts: Callable[[], int]
     vectors: Callable[[], int]
     bytes: Callable[[], int]
+    free_bytes: Callable[[], int | None] = lambda: None
 
 
 def usage(sql: UsageSql, now: float, iso: Callable[[float], str]) -> dict[str, Any]:
@@ -42,8 +45,10 @@ def usage(sql: UsageSql, now: float, iso: Callable[[float], str]) -> dict[str, A
     items = observations + summaries
     per_item = size / items if items else 0.0
     largest = sorted(projects.items(), key=lambda kv: (-kv[1][0] - kv[1][1], kv[0]))[:TOP_PROJECTS]
+    free = sql.free_bytes()
     return {
         "bytes": size,
+        **({"freeBytes": free} if free is not None else {}),
         "items": {"prompts": prompts, "observations": observations, "summaries": summaries, "vectors": vectors},
         "growth": {"observationsAndSummaries": added,
                    "bytesPerDay7d": round(per_item * added["7d"] / 7) if added["7d"] else 0},

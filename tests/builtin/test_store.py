@@ -144,7 +144,9 @@ def test_a_version_3_memory_is_renumbered_scoped_and_embedded_again_by_the_migra
     store.add_observation("s1", "/p", 1, "Bash", "the zebra migration ran twice")
     store.add_observation("s1", "/q", 1, "Bash", "the zebra of another project")
     store.close()
-    conn = sqlite3.connect(str(path))  # back to what version 3 wrote: no scope, observations numbered after -2
+    conn = sqlite3.connect(str(path))  # back to what version 3 wrote: no scope, observations numbered after -2,
+    conn.execute("ALTER TABLE observations ADD COLUMN text TEXT NOT NULL DEFAULT ''")  # each text in its row too
+    conn.execute("UPDATE observations SET text = (SELECT f.text FROM memory_fts f WHERE f.rowid = observations.id)")
     conn.execute("CREATE VIRTUAL TABLE old_fts USING fts5 (text, kind UNINDEXED, ref_id UNINDEXED,"
                  " session_id UNINDEXED, project UNINDEXED, created_at UNINDEXED, tokenize = 'porter unicode61')")
     conn.execute("INSERT INTO old_fts (rowid, text, kind, ref_id, session_id, project, created_at)"
@@ -168,6 +170,41 @@ def test_a_version_3_memory_is_renumbered_scoped_and_embedded_again_by_the_migra
     assert store.vector_status()["embedded"] == 0 and store.backfill() == 3
     by_meaning = store.search("a database change applied two times", project="/p", mode="meaning")
     assert {h["project"] for h in by_meaning} == {"/p"} and len(by_meaning) == 2
+    store.close()
+
+
+def test_a_version_4_memory_keeps_each_observation_text_once_and_loses_none(tmp_path) -> None:
+    """v5 drops the observations table's copy of each text (the full-text row holds it, and every reader takes it
+    from there); an observation whose full-text row is missing (a file damaged by hand) gets one first."""
+    path = tmp_path / "m.sqlite3"
+    store = MemoryStore(path)
+    store.add_observation("s1", "/p", 1, "Bash", "the quokka export finished")
+    store.add_observation("s1", "/p", 1, "Read", "the quokka notes were read")
+    store.close()
+    conn = sqlite3.connect(str(path))  # back to what version 4 wrote: each text in its row as well
+    conn.execute("ALTER TABLE observations ADD COLUMN text TEXT NOT NULL DEFAULT ''")
+    conn.execute("UPDATE observations SET text = (SELECT f.text FROM memory_fts f WHERE f.rowid = observations.id)")
+    conn.execute("DELETE FROM memory_fts WHERE rowid = 2")  # the damaged one: its text only in its row
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+    store = MemoryStore(path)
+    assert store._read("PRAGMA user_version") == [{"user_version": SCHEMA_VERSION}]
+    assert "text" not in {r["name"] for r in store._read("PRAGMA table_info(observations)")}
+    assert [(r["id"], r["tool_name"], r["text"]) for r in store.observations("s1")] == [
+        (1, "Bash", "the quokka export finished"), (2, "Read", "the quokka notes were read")]
+    context = store.recent_context("/p", exclude_session="other", summaries=5, observations=5)
+    assert [o["text"] for o in context.observations] == ["the quokka notes were read", "the quokka export finished"]
+    assert {h["text"] for h in store.search("quokka", project="/p", mode="text")} == {
+        "the quokka export finished", "the quokka notes were read"}
+    store.add_observation("s1", "/p", 2, "Bash", "a quokka after the migration")
+    assert store.observations("s1")[-1]["text"] == "a quokka after the migration"
+    # The newest observations of a project are read by its index, each text by its full-text rowid (no scan).
+    plan = " | ".join(r["detail"] for r in store._read(
+        "EXPLAIN QUERY PLAN SELECT o.session_id, o.tool_name, f.text, o.created_at FROM observations o"
+        " JOIN memory_fts f ON f.rowid = o.id WHERE o.project = ? AND o.session_id != ?"
+        " ORDER BY o.created_at DESC, o.id DESC LIMIT 5", ("/p", "x")))
+    assert "observations_by_project" in plan and "INDEX 0:=" in plan, plan
     store.close()
 
 

@@ -215,9 +215,11 @@ def test_import_an_existing_sqlite_memory_twice(pg_server, tmp_path: Path, monke
     assert (data / "memory.sqlite3").exists()
     # What an older version might have let through: the import strips it on the way out.
     with sqlite3.connect(data / "memory.sqlite3") as db:
-        db.execute("INSERT INTO observations (session_id, project, prompt_number, tool_name, text, created_at)"
-                   " SELECT session_id, project, 1, 'Read', 'zebra notes <private>card 4111</private> end', 0"
-                   " FROM sessions LIMIT 1")
+        db.execute("INSERT INTO observations (session_id, project, prompt_number, tool_name, created_at)"
+                   " SELECT session_id, project, 1, 'Read', 0 FROM sessions LIMIT 1")
+        db.execute("INSERT INTO memory_fts (rowid, text, kind, ref_id, session_id, project, created_at, scope)"
+                   " SELECT id, 'zebra notes <private>card 4111</private> end', 'observation', id, session_id,"
+                   " project, 0, 's' || lower(hex(project)) || '0' FROM observations ORDER BY id DESC LIMIT 1")
     url = pg_server.create_database()
     env = {**os.environ, "ORION_DATA_DIR": str(data), "PYTHONPATH": str(REPO), "ORION_MEMORY_URL": ""}
     argv = [sys.executable, "-m", "hooks.memory", "import-to-postgres", "--data-dir", str(data), "--url", url]

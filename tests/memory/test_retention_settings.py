@@ -271,6 +271,44 @@ def test_status_shows_the_retention_in_force_and_what_it_would_remove(backend: s
     assert out["usage"]["items"]["observations"] == 24  # status counted, changed nothing
 
 
+def test_compact_gives_a_pruned_files_free_pages_back_and_keeps_what_is_left(backend: str, tmp_path: Path) -> None:
+    """After a prune the SQLite file keeps its pages for reuse: `status` says how many bytes, `compact` gives them
+    back (the file shrinks by about that) and what is left is found as before. PostgreSQL's own vacuum reuses free
+    space: `compact` says so and does nothing."""
+    data = Path(os.environ["ORION_DATA_DIR"])
+    if backend == "postgres":
+        filled(backend, data, "proj_a")
+        code, out, err = cli("compact", cwd=tmp_path)
+        assert code == 2 and "PostgreSQL" in err and out is None
+        return
+    clock = Clock(NOW - 40 * DAY)
+    store = MemoryStore(data / "memory.sqlite3", clock=clock)
+    for i in range(1500):  # the old ones: ~1 KiB each, so their pages are many
+        store.add_observation("old", "proj_big", 1, "Bash", f"old build log {i} " + "warning: unused import " * 40)
+    clock.now = NOW
+    store.add_observation("new", "proj_big", 1, "Bash", "the albatross release was tagged")
+    store.close()
+    user_settings({"maxAgeDays": 30})
+    code, done, err = cli("prune", cwd=tmp_path)
+    assert code == 0 and done["removed"]["observations"] == 1500, err
+    code, out, err = cli("status", cwd=tmp_path)
+    assert code == 0, err
+    free, size = out["usage"]["freeBytes"], (data / "memory.sqlite3").stat().st_size
+    assert free > 1_000_000, out["usage"]
+    code, report, err = cli("compact", cwd=tmp_path)
+    assert code == 0, err
+    assert report["before"] >= size and report["after"] == (data / "memory.sqlite3").stat().st_size
+    assert report["freed"] >= free * 0.9, (report, free)
+    code, out, err = cli("status", cwd=tmp_path)
+    assert code == 0 and out["usage"]["freeBytes"] == 0 and out["usage"]["items"]["observations"] == 1, out
+    store = MemoryStore(data / "memory.sqlite3")
+    try:
+        assert [h["text"] for h in store.search("albatross", project="proj_big", mode="text")] == [
+            "the albatross release was tagged"]
+    finally:
+        store.close()
+
+
 # ---------------------------------------------------------------------- the daily pass
 
 
