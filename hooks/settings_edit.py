@@ -180,7 +180,10 @@ def settings(target: str, project_dir: Path | None) -> SettingsFile:
         out.disabled = [n for n in disabled if isinstance(n, str)] if isinstance(disabled, list) else []
     elif target in PROJECT_TARGETS:
         assert project_dir is not None
-        out.disabled = _overrides_disabled(Path(project_dir))
+        try:
+            out.disabled = _overrides_disabled(Path(project_dir))
+        except SettingsEditError as exc:  # the file's hooks are still shown; the broken overrides file is named
+            out.error = str(exc)
     return out
 
 

@@ -141,6 +141,20 @@ async def test_a_projects_link_is_never_written_through(sidecar, tmp_path: Path)
                                             "digest": digest(mine), "event": "Stop", "hook": SAY})
         assert refused.value.code == -32602 and refused.value.data["reason"] == "link"
         assert json.loads(mine.read_text()) == {"hooks": {}}
+        # The project's overrides file as a link, then as broken JSON: the settings page still gets the file's hooks,
+        # with an error naming the overrides file (an answer, not a refused request).
+        (run.project / ".claude" / "settings.local.json").unlink()
+        (run.project / ".claude" / "settings.local.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [SAY]}]}}))
+        overrides = run.project / ".claude" / "hook-overrides.json"
+        overrides.symlink_to(mine)
+        shown = await read(run, "local")
+        assert "hook-overrides.json" in shown["error"] and shown["hooks"]["Stop"][0]["hooks"] == [SAY]
+        assert shown["disabled"] == [] and shown["digest"] is not None
+        overrides.unlink()
+        overrides.write_text("{\"disabled\": [")
+        shown = await read(run, "local")
+        assert "hook-overrides.json" in shown["error"] and "not valid JSON" in shown["error"]
+        assert shown["hooks"]["Stop"][0]["hooks"] == [SAY]
     other = tmp_path / "elsewhere"
     other.mkdir()
     (tmp_path / "second").mkdir()
