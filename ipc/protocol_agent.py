@@ -38,6 +38,10 @@ class SessionOptions(WireModel):
     setting_sources: list[SettingSource] | None = None
     # The built-in Orion hooks: None or true all of them, false none, a list only those names.
     builtin_hooks: bool | list[str] | None = None
+    # Claude Code's Setup hooks run as this session's CLI starts, with this trigger (the CLI's `--init` /
+    # `--maintenance`): an app's "set this project up" or "maintenance" action. Not for session/prepare (a prepared
+    # CLI runs no hook) and not remembered for a later load.
+    setup: Literal["init", "maintenance"] | None = None
 
 
 class SessionPrepareParams(SessionOptions):

@@ -211,6 +211,7 @@ class Built:
     client_tools: dict[str, Any]
     claude_dir_was_absent: bool
     phases: StartPhases
+    setup: str | None = None  # the Setup trigger session/new asked for (fired after SessionStart, as the CLI does)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +225,7 @@ class SessionRequest:
     allowed_tools: list[str] | None = None
     system_prompt: str | None = None
     system_prompt_append: str | None = None
+    setup: str | None = None  # Claude Code's Setup trigger for this start (sidecar/agent.py SETUP_TRIGGERS)
     sandbox_mode: str | None = None
     setting_sources: list[str] | None = None
     builtin: bool | frozenset[str] = True
@@ -252,7 +254,8 @@ class SessionRequest:
         canonical = {"project": str(self.project), "vault": str(self.vault) if self.vault else None,
                      "model": self.model, "permissionMode": self.permission_mode,
                      "allowedTools": list(self.allowed_tools or []), "systemPrompt": self.system_prompt,
-                     "systemPromptAppend": self.system_prompt_append, "sandbox": self.sandbox_mode, "settingSources": self.setting_sources,
+                     "systemPromptAppend": self.system_prompt_append, "setup": self.setup,
+                     "sandbox": self.sandbox_mode, "settingSources": self.setting_sources,
                      "builtin": sorted(self.builtin) if isinstance(self.builtin, frozenset) else self.builtin,
                      "mcpServers": self.mcp_servers or {}, "client": self.client_capabilities or {},
                      "roots": [str(r) for r in self.roots]}
@@ -323,6 +326,7 @@ class SessionManager:
         allowed_tools: list[str] | None = None,
         system_prompt: str | None = None,
         system_prompt_append: str | None = None,
+        setup: str | None = None,
         sandbox: str | None = None,
         setting_sources: list[str] | None = None,
         builtin_hooks: bool | list[str] | None = None,
@@ -340,7 +344,7 @@ class SessionManager:
         request = SessionRequest.of(project_dir, vault_dir=vault_dir, builtin_hooks=builtin_hooks, sandbox=sandbox,
                                     model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                                     system_prompt=system_prompt, system_prompt_append=system_prompt_append,
-                                    setting_sources=setting_sources,
+                                    setup=setup, setting_sources=setting_sources,
                                     mcp_servers=mcp_servers, client_capabilities=client_capabilities,
                                     additional_dirs=additional_dirs)
         sid = session_id or str(uuid.uuid4())
@@ -638,7 +642,7 @@ class SessionManager:
         return Built(sid=sid, project=project, vault=vault, model=model, model_name=model_name, hookset=hookset,
                      settings=settings, sandbox=sandbox, context=context, runner=runner, agent=agent,
                      permission_mode=permission_mode, client_tools=client_tools,
-                     claude_dir_was_absent=claude_dir_was_absent, phases=phases)
+                     claude_dir_was_absent=claude_dir_was_absent, phases=phases, setup=request.setup)
 
     async def _activate(self, built: Built, *, resume: bool, cli_started: bool,
                         traceparent: str | None = None) -> tuple[Session, HookSet]:
@@ -690,6 +694,12 @@ class SessionManager:
                     context,
                 )
                 phases.mark("SessionStart hooks")
+                if built.setup is not None:
+                    # Claude Code's `--init` / `--maintenance`: its Setup hooks run as it starts, after SessionStart's
+                    # (recorded); the CLI calls no callback for them (it fires them before the SDK registers one).
+                    # Their context does not reach the model in an SDK session (recorded: event_setup_context).
+                    await runner.fire("Setup", sidecar_payload("Setup", context, trigger=built.setup), context)
+                    phases.mark("Setup hooks")
                 # As in Claude Code, SessionStart context goes into the conversation, not the system prompt: the
                 # CLI calls no SessionStart callback, so it rides on the first prompt (sidecar/hook_bridge.py).
                 if start.additional_context:
@@ -774,6 +784,9 @@ class SessionManager:
         """Build a session as `session/new` would with these parameters (`new`'s, but the session id and resume)
         and start its CLI, running no hook; the next `session/new` with the same parameters takes it over
         (sidecar/standby.py)."""
+        if options.get("setup") is not None:
+            raise InvalidParams("setup runs Claude Code's Setup hooks as the CLI starts, and a prepared CLI runs no "
+                                "hook: send it with session/new", data={"setup": options["setup"]})
         request = SessionRequest.of(project_dir, **options)
         project, vault, builtin = request.project, request.vault, request.builtin
         sid = str(uuid.uuid4())
@@ -1381,8 +1394,9 @@ def callback_events(hookset: HookSet) -> frozenset[str]:
 AFTER_TURN_EVENTS = frozenset({"Stop"})
 # Events the sidecar fires itself at the moment they happen, never on the CLI's callback: PermissionRequest, when
 # the CLI asks `can_use_tool` (sidecar/hook_bridge.py HookedAsker; the CLI's own callback races that ask).
-# FileChanged: sidecar/file_watch.py; Elicitation: the CLI's elicitation control request (sidecar/agent.py)
-SIDECAR_EVENTS = frozenset({"PermissionRequest", "FileChanged", "Elicitation"})
+# FileChanged: sidecar/file_watch.py; Elicitation: the CLI's elicitation control request (sidecar/agent.py); Setup:
+# at session/new with `setup` (the CLI fires it while it boots, before any callback is registered: measured).
+SIDECAR_EVENTS = frozenset({"PermissionRequest", "FileChanged", "Elicitation", "Setup"})
 
 
 def sidecar_fires(hookset: HookSet, event: str) -> bool:

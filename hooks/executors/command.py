@@ -54,7 +54,7 @@ def hook_env(call: HookCall) -> dict[str, str]:
 # session.state key: the settings files' env for hook processes (set by the sidecar at session start).
 SETTINGS_ENV = "_settings_env"
 # Events whose hooks may export variables for the agent's later Bash commands through CLAUDE_ENV_FILE.
-ENV_FILE_EVENTS = frozenset({"SessionStart", "CwdChanged", "FileChanged"})
+ENV_FILE_EVENTS = frozenset({"SessionStart", "Setup", "CwdChanged", "FileChanged"})
 
 
 def session_env_file(config_dir: Path, session_id: str, state: Any, event: str = "SessionStart") -> Path:

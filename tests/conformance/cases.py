@@ -43,6 +43,12 @@ class Case:
     # seconds the session stays open after the last answer, as a user's would: the CLI's fire-and-forget hooks
     # (StopFailure) start after the result record, and closing at once cancels them on some runs
     settle_s: float = 0.0
+    # seconds the user of both runs takes before answering a permission prompt (the CLI tells Notification hooks
+    # "Claude needs your permission" when a prompt has waited long enough)
+    permission_delay_s: float = 0.0
+    # Setup's trigger: the reference CLI starts with `--init` / `--maintenance`, the sidecar's session with
+    # `_meta.orion.setup` (what a desktop app's "set up this project" or "maintenance" action sends)
+    setup: str | None = None
 
     def settings(self, probe_command: str) -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
@@ -310,6 +316,16 @@ CASES += [
          extra_settings={"env": {"CLAUDE_CODE_MAX_RETRIES": "0"}},
          settle_s=2.0,
          note="an API error ends the turn: StopFailure instead of Stop (no retries, so it ends at once)"),
+    Case("event_notification_permission_prompt", {"Notification": [("permission_prompt", ["notify"]),
+                                                                  ("idle_prompt", ["not-this-kind"])]},
+         allowed_tools=("Read",), permission_delay_s=12.0,
+         note="a permission prompt left waiting: the CLI's own timer tells Notification hooks (permission_prompt)"),
+    Case("event_setup_init", {"Setup": [("init", ["setup"]), ("maintenance", ["not-this-trigger"])],
+                              "SessionStart": [(None, ["start"])]},
+         setup="init", note="a session started to set the project up: Setup (init) after SessionStart"),
+    Case("event_setup_context", {"Setup": [(None, ["setup"])]},
+         {"setup": {"stdout": _hso("Setup", additionalContext="the toolchain is installed")}},
+         setup="maintenance", note="Setup (maintenance) context reaches the model with the first prompt"),
     Case("event_config_change", {"ConfigChange": [(None, ["config"])]},
          turns=[[{"tool_use": {"name": "Bash", "input": {
              "command": "sleep 1 && python3 -c \"import json; p = '.claude/settings.json'; d = json.load(open(p)); "
@@ -339,6 +355,10 @@ CASES += [
          {"result": {"stdout": _hso("ElicitationResult", additionalContext="seen")}},
          turns=[[{"tool_use": {"name": "mcp__probe__ask", "input": {}}}], FINAL], mcp=True,
          extra_settings=MCP_SETTINGS, allowed_tools=("Bash", "mcp__probe__ask")),
+    Case("event_notification_elicitation", {"Notification": [("elicitation_response", ["notify"])]},
+         turns=[[{"tool_use": {"name": "mcp__probe__ask", "input": {}}}], FINAL], mcp=True,
+         extra_settings=MCP_SETTINGS, allowed_tools=("Bash", "mcp__probe__ask"),
+         note="an MCP server's question, answered by the user: the CLI tells Notification hooks (elicitation_response)"),
     Case("event_file_changed_matcher", {"FileChanged": [("watched.txt", ["changed"])]},
          turns=[[{"tool_use": {"name": "Bash", "input": {"command": "echo new > watched.txt && sleep 2",
                                                          "description": "touch"}}}], FINAL],

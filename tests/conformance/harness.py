@@ -108,6 +108,8 @@ async def run_cli(case: Case, root: Path) -> Observation:
     async def refuse(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
         # The user of both runs answers every permission prompt "reject once", as the sidecar's harness does.
         # Claude Code's own words for a rejection in its dialog, as the sidecar gives them (sidecar/permissions.py).
+        if case.permission_delay_s:
+            await anyio.sleep(case.permission_delay_s)
         return PermissionResultDeny(message=USER_REJECTED)
 
     project, scenario = prepare(case, root)
@@ -119,7 +121,7 @@ async def run_cli(case: Case, root: Path) -> Observation:
     options = ClaudeAgentOptions(
         cwd=str(project), env=env, allowed_tools=list(case.allowed_tools), setting_sources=["project"],
         system_prompt={"type": "preset", "preset": "claude_code"}, session_id=str(uuid.uuid4()), cli_path=cli_path(),
-        can_use_tool=refuse,
+        can_use_tool=refuse, extra_args={case.setup: None} if case.setup else {},
     )
     result: dict[str, Any] = {"stop_reason": None, "subtype": "no-result-record"}
     try:
@@ -182,15 +184,19 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
     result: dict[str, Any]
 
     async def on_request(method: str, params: Any) -> dict[str, Any]:
+        if case.permission_delay_s:
+            await anyio.sleep(case.permission_delay_s)
         return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
 
-    async with SidecarClient.launch(env=env, cwd=str(REPO), on_request=on_request) as client:
+    # CONFORMANCE_ECHO=1 shows the sidecar's log (a case that fails inside the sidecar says why there)
+    echo = bool(os.environ.get("CONFORMANCE_ECHO"))
+    async with SidecarClient.launch(env=env, cwd=str(REPO), on_request=on_request, echo_stderr=echo) as client:
         with anyio.fail_after(RUN_TIMEOUT_S):
             await client.request("hooks/trust", {"projectDir": str(project)})
             created = await client.request("session/new", {
                 "projectDir": str(project), "model": f"scripted:{scenario}", "allowedTools": list(case.allowed_tools),
                 # the reference CLI runs unsandboxed: compare hooks, not the sandbox's own prompt text
-                "sandbox": "off"})
+                "sandbox": "off", **({"setup": case.setup} if case.setup else {})})
             sid = created["sessionId"]
             await _mcp_ready(case, project)
             for prompt in (case.prompt, *case.then):

@@ -137,3 +137,35 @@ async def test_prepare_refuses_what_session_new_refuses(sidecar, tmp_path: Path)
             await run.request("session/prepare", {"projectDir": str(run.project), "permissionMode": "yolo"})
         assert mode.value.code == -32602
         assert claude_pids(run.client.process.pid) == set()
+
+
+async def test_setup_runs_with_session_new_after_session_start_and_is_never_prepared(sidecar, tmp_path: Path) -> None:
+    """`setup` (an app's "set this project up" / "maintenance" action) runs the project's Setup hooks with that
+    trigger as the session starts, after its SessionStart hooks, as Claude Code's `--init` does; a prepared CLI
+    runs no hook, so session/prepare refuses it and starts nothing."""
+    log = tmp_path / "notes" / "starts.jsonl"
+    async with sidecar("notes", trust=False) as run:
+        write_start_hook(run.project, log)
+        settings = json.loads((run.project / ".claude" / "settings.json").read_text())
+        settings["hooks"]["Setup"] = [{"matcher": "init", "hooks": [
+            {"type": "command", "command": f"cat >> '{log}' && echo >> '{log}'", "name": "setup-probe"}]}]
+        (run.project / ".claude" / "settings.json").write_text(json.dumps(settings))
+        await run.trust()
+        params = {"projectDir": str(run.project), "model": scenario_model("plain"), "builtinHooks": False}
+        with pytest.raises(RemoteError) as refused:
+            await run.request("session/prepare", {**params, "setup": "init"}, timeout=60)
+        assert refused.value.code == -32602 and "setup" in str(refused.value)
+        assert claude_pids(run.client.process.pid) == set() and starts(log) == []
+        with pytest.raises(RemoteError) as unknown:
+            await run.request("session/new", {**params, "setup": "install"}, timeout=60)
+        assert unknown.value.code == -32602
+        session = await run.request("session/new", {**params, "setup": "init"}, timeout=60)
+        sid = session["sessionId"]
+        assert [(s["hook_event_name"], s.get("source") or s.get("trigger")) for s in starts(log)] == [
+            ("SessionStart", "startup"), ("Setup", "init")]
+        assert [e["hookName"] for e in run.named("hook_response", sid)] == ["start-probe", "setup-probe"]
+        await run.end(sid)
+        # A later session of the same project without `setup` runs no Setup hook.
+        again = await run.request("session/new", params, timeout=60)
+        assert [s["hook_event_name"] for s in starts(log)][2:] == ["SessionStart"]
+        await run.end(again["sessionId"])

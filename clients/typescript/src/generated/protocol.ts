@@ -898,6 +898,7 @@ export interface OrionSessionOptions {
   sandbox?: "auto" | "required" | "off" | null;
   settingSources?: ("user" | "project" | "local")[] | null;
   builtinHooks?: boolean | string[] | null;
+  setup?: "init" | "maintenance" | null;
 }
 
 export interface PermissionCancelled {
