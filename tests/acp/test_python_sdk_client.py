@@ -596,3 +596,30 @@ async def test_an_mcp_server_that_fails_to_start_is_named_and_the_session_goes_o
     notices = [u for u in client.of_kind("agent_message_chunk") if u.get("_meta", {}).get("orion", {}).get("notice")]
     assert any("'broken' failed to start" in n["content"]["text"] for n in notices), client.updates
     assert notices[0]["_meta"]["orion"]["notice"]["source"] == "mcp"
+
+
+async def test_setup_in_meta_orion_runs_the_projects_setup_hooks_with_its_trigger(tmp_path: Path) -> None:
+    """An editor's "maintenance" action: `_meta.orion.setup` runs the project's Setup hooks as the session starts
+    (Claude Code's `--maintenance`); a hook on the other trigger stays silent; a trigger Claude Code does not have is
+    refused with its path."""
+    project_dir = project(tmp_path, "notes")
+    log = project_dir / "setup-calls.jsonl"
+    record = f"cat >> '{log}' && echo >> '{log}'"
+    (project_dir / ".claude").mkdir()
+    (project_dir / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"Setup": [
+        {"matcher": "maintenance", "hooks": [{"type": "command", "command": record}]},
+        {"matcher": "init", "hooks": [{"type": "command", "command": f"echo init >> '{log}.init'"}]}]}}))
+    client = RecordingClient()
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        with pytest.raises(RequestError) as refused:
+            await conn.new_session(cwd=str(project_dir), mcp_servers=[], orion={"model": model("plain"),
+                                                                                 "setup": "install"})
+        assert refused.value.code == -32602 and ["_meta", "orion", "setup"] == refused.value.data["errors"][0]["loc"]
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[],
+                                         orion={"model": model("plain"), "setup": "maintenance"})
+        answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
+        assert answer.stop_reason == "end_turn"
+    [call] = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert call["hook_event_name"] == "Setup" and call["trigger"] == "maintenance"
+    assert call["session_id"] == session.session_id and not Path(f"{log}.init").exists()
