@@ -12,7 +12,7 @@ from ipc.protocol import WireModel
 
 SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 SettingSource = Literal["user", "project", "local"]
-PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan"]
+PermissionMode = Literal["default", "acceptEdits", "bypassPermissions", "plan", "auto"]
 # Ours (cancelled, blocked, error) and whatever the CLI reports (end_turn, tool_use, max_tokens, stop_sequence,
 # tool_deferred, refusal, ...): a stop reason a newer CLI adds must still reach the frontend, so any string passes.
 KnownStopReason = Literal["end_turn", "max_turns", "cancelled", "blocked", "error", "max_tokens", "stop_sequence",
@@ -698,12 +698,13 @@ class AvailableCommandsUpdate(WireModel):
 
 class NoticeUpdate(WireModel):
     """What Claude Code shows the user beside the conversation: a hook's `systemMessage`, a prompt a hook blocked,
-    a hook that failed or timed out, an MCP server that failed to start."""
+    a hook that failed or timed out, an MCP server that failed to start, the CLI's own word to its user (`cli`:
+    auto mode that cannot check actions here, a permission rule it could not save, ...)."""
 
     session_update: Literal["notice"]
     level: Literal["info", "warning", "error"]
     text: str
-    source: Literal["hook", "permission", "mcp"]
+    source: Literal["hook", "permission", "mcp", "cli"]
     event: str | None = None
     hook_name: str | None = None
     tool_use_id: str | None = None

@@ -824,6 +824,15 @@ class AgentSession:
             elif message.subtype == "compact_boundary":
                 metadata = message.data.get("compact_metadata") or {}
                 self._pending_compact_trigger = str(metadata.get("trigger") or "auto")
+            elif message.subtype == "informational":
+                # What the CLI tells its user beside the conversation (its own `level`: info, notice, warning).
+                text = message.data.get("content")
+                if isinstance(text, str) and text.strip():
+                    from hooks.redaction import redact
+
+                    level = "warning" if message.data.get("level") in ("warning", "error") else "info"
+                    await self._emit({"sessionUpdate": "notice", "level": level, "source": "cli",
+                                      "text": redact(text.strip())})
 
     def _tool_result_update(self, block: Any, message: Any) -> dict[str, Any]:
         is_error = bool(block.is_error)

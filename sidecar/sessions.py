@@ -1131,7 +1131,7 @@ async def close_hook_box(context: SessionContext) -> None:
 
 
 # Session options a load takes from the index file only when they do not lower a layer (SessionManager.load).
-_WEAKER_MODES = frozenset({"acceptEdits", "bypassPermissions", "dontAsk"})
+_WEAKER_MODES = frozenset({"acceptEdits", "bypassPermissions", "dontAsk", "auto"})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

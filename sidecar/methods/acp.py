@@ -26,6 +26,8 @@ MODES = (
     ("default", "Default", "Ask before each tool call the permission rules do not allow"),
     ("acceptEdits", "Accept edits", "File edits run without asking; other tools as in Default"),
     ("plan", "Plan", "The agent explores and plans; it changes nothing"),
+    ("auto", "Auto", "A safety check on the model's server decides each tool call the permission rules do not "
+                     "(hooks still deny or ask first); where that server does not run it, such calls are denied"),
     ("bypassPermissions", "Bypass permissions", "Every tool call runs without asking (hooks still deny or ask)"),
 )
 

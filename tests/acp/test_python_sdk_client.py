@@ -623,3 +623,37 @@ async def test_setup_in_meta_orion_runs_the_projects_setup_hooks_with_its_trigge
     [call] = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     assert call["hook_event_name"] == "Setup" and call["trigger"] == "maintenance"
     assert call["session_id"] == session.session_id and not Path(f"{log}.init").exists()
+
+
+async def test_auto_mode_is_a_mode_the_cli_runs_and_its_denials_reach_hooks_and_the_user(tmp_path: Path) -> None:
+    """Claude Code's auto mode as an ACP mode: the CLI's own safety check decides what the rules do not. Offline the
+    model's server does not run that check, so the CLI denies the call, fires the project's PermissionDenied hook
+    (reason "Classifier unavailable") and tells its user why, which reaches the client as Orion's notice."""
+    project_dir = project(tmp_path, "notes")
+    log = project_dir / "denied.jsonl"
+    (project_dir / ".claude").mkdir()
+    (project_dir / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PermissionDenied": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": f"cat >> '{log}' && echo >> '{log}'"}]}]}}))
+    scenario = tmp_path / "auto.json"
+    scenario.write_text(json.dumps({"turns": [
+        [{"tool_use": {"name": "Bash", "input": {"command": "rm -rf /tmp/orion-acp-auto-nothing-here",
+                                                  "description": "clean up"}}}],
+        "Could not clean up."], "default": "Done."}))
+    client = RecordingClient(answer=lambda request: "allow_once")
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[],
+                                         orion={"model": f"scripted:{scenario}", "builtinHooks": False})
+        assert "auto" in {m.id for m in session.modes.available_modes}
+        await conn.set_session_mode(session_id=session.session_id, mode_id="auto")
+        result = await conn.prompt(session_id=session.session_id, prompt=[text_block("clean up")])
+    assert result.stop_reason == "end_turn"
+    assert client.permission_requests == []  # the CLI decided; nobody was asked
+    [call] = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert (call["hook_event_name"], call["tool_name"], call["reason"], call["permission_mode"]) == (
+        "PermissionDenied", "Bash", "Classifier unavailable", "auto")
+    [update] = [u for u in client.of_kind("tool_call_update") if u.get("status") in ("failed", "completed")]
+    assert update["status"] == "failed"
+    notices = [u for u in client.of_kind("agent_message_chunk") if u.get("_meta", {}).get("orion", {}).get("notice")]
+    assert any(n["_meta"]["orion"]["notice"]["source"] == "cli" and "Auto mode" in n["content"]["text"]
+               for n in notices), client.updates

@@ -49,6 +49,7 @@ class Case:
     # Setup's trigger: the reference CLI starts with `--init` / `--maintenance`, the sidecar's session with
     # `_meta.orion.setup` (what a desktop app's "set up this project" or "maintenance" action sends)
     setup: str | None = None
+    permission_mode: str | None = None  # the session's permission mode (both runs), e.g. "auto"
 
     def settings(self, probe_command: str) -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
@@ -326,6 +327,12 @@ CASES += [
     Case("event_setup_context", {"Setup": [(None, ["setup"])]},
          {"setup": {"stdout": _hso("Setup", additionalContext="the toolchain is installed")}},
          setup="maintenance", note="Setup (maintenance) context reaches the model with the first prompt"),
+    Case("event_permission_denied", {"PermissionDenied": [("Bash", ["denied"]), ("Write", ["not-this-tool"])]},
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "rm -rf /tmp/orion-conformance-nothing-here",
+                                                         "description": "clean up"}}}], FINAL],
+         allowed_tools=("Read",), permission_mode="auto",
+         note="auto mode with a model server that does not run its safety check (a gateway; offline): the CLI denies"
+              " the call the rules do not settle and tells PermissionDenied hooks"),
     Case("event_config_change", {"ConfigChange": [(None, ["config"])]},
          turns=[[{"tool_use": {"name": "Bash", "input": {
              "command": "sleep 1 && python3 -c \"import json; p = '.claude/settings.json'; d = json.load(open(p)); "

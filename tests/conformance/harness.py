@@ -122,6 +122,7 @@ async def run_cli(case: Case, root: Path) -> Observation:
         cwd=str(project), env=env, allowed_tools=list(case.allowed_tools), setting_sources=["project"],
         system_prompt={"type": "preset", "preset": "claude_code"}, session_id=str(uuid.uuid4()), cli_path=cli_path(),
         can_use_tool=refuse, extra_args={case.setup: None} if case.setup else {},
+        permission_mode=case.permission_mode,  # type: ignore[arg-type]
     )
     result: dict[str, Any] = {"stop_reason": None, "subtype": "no-result-record"}
     try:
@@ -196,7 +197,8 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
             created = await client.request("session/new", {
                 "projectDir": str(project), "model": f"scripted:{scenario}", "allowedTools": list(case.allowed_tools),
                 # the reference CLI runs unsandboxed: compare hooks, not the sandbox's own prompt text
-                "sandbox": "off", **({"setup": case.setup} if case.setup else {})})
+                "sandbox": "off", **({"setup": case.setup} if case.setup else {}),
+                **({"permissionMode": case.permission_mode} if case.permission_mode else {})})
             sid = created["sessionId"]
             await _mcp_ready(case, project)
             for prompt in (case.prompt, *case.then):

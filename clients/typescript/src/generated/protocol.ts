@@ -891,7 +891,7 @@ export interface MemorySearchParams {
 export interface OrionSessionOptions {
   vaultDir?: string | null;
   model?: string | null;
-  permissionMode?: "default" | "acceptEdits" | "bypassPermissions" | "plan" | null;
+  permissionMode?: "default" | "acceptEdits" | "bypassPermissions" | "plan" | "auto" | null;
   allowedTools?: string[] | null;
   systemPrompt?: string | null;
   systemPromptAppend?: string | null;
