@@ -698,8 +698,8 @@ class AvailableCommandsUpdate(WireModel):
 
 class NoticeUpdate(WireModel):
     """What Claude Code shows the user beside the conversation: a hook's `systemMessage`, a prompt a hook blocked,
-    a hook that failed or timed out, an MCP server that failed to start, the CLI's own word to its user (`cli`:
-    auto mode that cannot check actions here, a permission rule it could not save, ...)."""
+    a hook that failed or timed out, an MCP server that failed to start, the CLI's own tagged notices to its user
+    (`cli`: auto mode that cannot check actions here, a permission rule it could not save, ...)."""
 
     session_update: Literal["notice"]
     level: Literal["info", "warning", "error"]

@@ -824,8 +824,10 @@ class AgentSession:
             elif message.subtype == "compact_boundary":
                 metadata = message.data.get("compact_metadata") or {}
                 self._pending_compact_trigger = str(metadata.get("trigger") or "auto")
-            elif message.subtype == "informational":
-                # What the CLI tells its user beside the conversation (its own `level`: info, notice, warning).
+            elif message.subtype == "informational" and message.data.get("tag"):
+                # What the CLI tells its user beside the conversation, in its tagged notices (auto mode that cannot
+                # check, a permission rule not saved, a hook callback that failed; its own `level`: info, notice,
+                # warning). Untagged ones repeat what the sidecar reports itself (a prompt a hook blocked).
                 text = message.data.get("content")
                 if isinstance(text, str) and text.strip():
                     from hooks.redaction import redact
