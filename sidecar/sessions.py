@@ -225,7 +225,7 @@ class SessionRequest:
     allowed_tools: list[str] | None = None
     system_prompt: str | None = None
     system_prompt_append: str | None = None
-    setup: str | None = None  # Claude Code's Setup trigger for this start (sidecar/agent.py SETUP_TRIGGERS)
+    setup: str | None = None  # Claude Code's Setup trigger for this start ("init" or "maintenance"), or none
     sandbox_mode: str | None = None
     setting_sources: list[str] | None = None
     builtin: bool | frozenset[str] = True

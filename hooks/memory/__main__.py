@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         ("prune", cmd_prune, "remove what the user's retention (memory.retention in the user's settings) does not "
                              "keep, and say what went: counts and bytes per project"),
         ("compact", cmd_compact, "SQLite: give the file's free pages (after a prune) back to the disk (VACUUM; "
-                                 "needs the memory's size free on disk, and holds writes meanwhile)"),
+                                 "needs twice the pages in use free on disk, and holds writes meanwhile)"),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--data-dir", default=None, help="Orion's data directory (default: $ORION_DATA_DIR or its default)")
