@@ -112,7 +112,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         return 1
     store = _store(args, config)
     try:
-        free = store.usage().get("freeBytes", 0)
+        free = store.free_bytes()  # not usage(): that counts every project's rows too (0.8 s at 1M)
         # VACUUM builds the new file in SQLite's temporary folder, then writes it back through the WAL: twice the
         # pages in use, counted against this disk (the temporary folder is on it here, or elsewhere and smaller).
         need = 2 * (store.path.stat().st_size - free)

@@ -326,6 +326,10 @@ def _holds_most(conn: sqlite3.Connection, project: str) -> bool:
     return mine >= MOST * conn.execute("SELECT count(*) FROM memory_vector_blocks").fetchone()[0]
 
 
+def _free_bytes(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA freelist_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0])
+
+
 def _term_stats(conn: sqlite3.Connection, terms: list[str]) -> bm25.TermStats:
     """The table's size and each phrase's rows, bounded: a phrase's newest STATS_CAP matches at most are read.
     Rowids count observations up from 1 and prompts and summaries down from -2, so the ends tell the size."""
@@ -757,12 +761,13 @@ class MemoryStore:
             return usage_of(UsageSql(
                 per_project=per_project, since=since,
                 prompts=lambda: int(conn.execute("SELECT count(*) FROM user_prompts").fetchone()[0]),
-                vectors=lambda: self._vectors.count(conn), bytes=size, free_bytes=lambda: self._free_bytes(conn)),
+                vectors=lambda: self._vectors.count(conn), bytes=size, free_bytes=lambda: _free_bytes(conn)),
                             self._clock(), iso_utc)
 
-    @staticmethod
-    def _free_bytes(conn: sqlite3.Connection) -> int:
-        return int(conn.execute("PRAGMA freelist_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0])
+    def free_bytes(self) -> int:
+        """The file's free pages, in bytes: what `compact` would give back to the disk."""
+        with self._lock:
+            return _free_bytes(self._conn)
 
     def compact(self) -> dict[str, int]:
         """Give the file's free pages back to the disk (SQLite's VACUUM: the file is written again, so it needs twice
