@@ -150,7 +150,7 @@ def pg_sizes(url: str) -> dict[str, Any]:
                 conn.execute(f"CREATE TABLE {FLOOR_SCHEMA}.{table} AS {select.format(s=SCHEMA)}")
                 key = "item" if table == "vectors" else "id"
                 conn.execute(f"ALTER TABLE {FLOOR_SCHEMA}.{table} ADD PRIMARY KEY ({key})")
-            conn.execute(f"VACUUM ANALYZE")  # visibility maps and statistics, as a settled table has them
+            conn.execute("VACUUM ANALYZE")  # visibility maps and statistics, as a settled table has them
             built_s = time.perf_counter() - started
             floor_tables = sizes(conn, FLOOR_SCHEMA)
         finally:

@@ -209,9 +209,10 @@ CREATE INDEX observations_by_session ON observations (session_id, id);
 CREATE INDEX observations_by_project ON observations (project, created_at DESC, id DESC);
 """
 
-# An observation as callers know it (its text from its full-text row).
+# Observations with their text, from their full-text rows (`o`, `f`), and an observation as callers know it.
+_WITH_TEXT = "observations o JOIN memory_fts f ON f.rowid = o.id"
 _OBSERVATION = ("SELECT o.id, o.session_id, o.project, o.prompt_number, o.tool_name, f.text, o.created_at"
-                " FROM observations o JOIN memory_fts f ON f.rowid = o.id")
+                f" FROM {_WITH_TEXT}")
 # Every observation, oldest first, for a reader of the file at this schema (hooks/memory/importer.py).
 OBSERVATIONS_IN_ORDER = _OBSERVATION + " ORDER BY o.id"
 
@@ -604,8 +605,7 @@ class MemoryStore:
                 (project, exclude, summaries),
             ),
             observations=self._read(
-                "SELECT o.session_id, o.tool_name, f.text, o.created_at FROM observations o"
-                " JOIN memory_fts f ON f.rowid = o.id"
+                f"SELECT o.session_id, o.tool_name, f.text, o.created_at FROM {_WITH_TEXT}"
                 " WHERE o.project = ? AND o.session_id != ? ORDER BY o.created_at DESC, o.id DESC LIMIT ?",
                 (project, exclude, observations),
             ),
