@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from hooks.memory import bm25
+from hooks.memory import bm25, fts_window
 from hooks.memory.config import MemoryConfig, MemoryConfigError, RetentionRule, install_id, load_config
 from hooks.memory.embedder import embedder_status, get_embedder
 from hooks.memory.ranking import meaning_snippet, meaning_why, text_why
@@ -332,25 +332,32 @@ def _free_bytes(conn: sqlite3.Connection) -> int:
 
 
 def _term_stats(conn: sqlite3.Connection, terms: list[str]) -> bm25.TermStats:
-    """The table's size and each phrase's rows, bounded: a phrase's newest STATS_CAP matches at most are read.
-    Rowids count observations up from 1 and prompts and summaries down from -2, so the ends tell the size."""
+    """The table's size and each word's rows, bounded (`_holding`)."""
+    rows, holding = _holding(conn, [f'"{term}"' for term in terms])
+    return bm25.TermStats(rows=rows, holding=dict(zip(terms, holding)))
+
+
+def _holding(conn: sqlite3.Connection, phrases: list[str]) -> tuple[int, list[int]]:
+    """The table's size and, per FTS5 phrase expression, how many rows hold it, bounded: a phrase's newest
+    STATS_CAP matches at most are read, and beyond that the count is estimated from how densely they lie. Rowids
+    count observations up from 1 and prompts and summaries down from -2, so the ends tell the size."""
     newest = conn.execute("SELECT rowid FROM memory_fts ORDER BY rowid DESC LIMIT 1").fetchone()
     oldest = conn.execute("SELECT rowid FROM memory_fts ORDER BY rowid ASC LIMIT 1").fetchone()
     if newest is None:
-        return bm25.TermStats(rows=0, holding={})
+        return 0, [0 for _ in phrases]
     top = max(int(newest[0]), 0)
 
     def position(rowid: int) -> int:  # how many rows lie from the newest observation to `rowid` (the DESC walk)
         return top - rowid + 1 if rowid > 0 else top + max(-rowid - 1, 0)
 
     rows = max(1, position(int(oldest[0])))
-    holding = {}
-    for term in terms:
+    holding = []
+    for phrase in phrases:
         count, last = conn.execute(
             "SELECT count(*), min(rowid) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?"
-            " ORDER BY rowid DESC LIMIT ?)", (f'"{term}"', bm25.STATS_CAP)).fetchone()
-        holding[term] = bm25.estimate_holding(int(count), position(int(last)) if count else 0, rows)
-    return bm25.TermStats(rows=rows, holding=holding)
+            " ORDER BY rowid DESC LIMIT ?)", (phrase, bm25.STATS_CAP)).fetchone()
+        holding.append(bm25.estimate_holding(int(count), position(int(last)) if count else 0, rows))
+    return rows, holding
 
 
 class MemoryStore:
@@ -621,30 +628,40 @@ class MemoryStore:
     def _text_hits(self, query: str, project: str | None, limit: int) -> list[dict[str, Any]]:
         """Full-text hits, best first: of each side (observations; prompts and summaries), the newest RANK_WINDOW
         matches, ranked by BM25 (hooks/memory/bm25.py); a project's rows are found by its scope token beside the
-        words, or by its column when it holds most of the memory."""
+        words, or by its column when it holds most of the memory. How many matches each side asks FTS5 for is
+        planned first (hooks/memory/fts_window.py), so that no walk runs to the end of the history."""
         terms = query_terms(query)
         if not terms:
             return []
-        match = " ".join(f'"{t}"' for t in terms)
+        phrases = [f'"{t}"' for t in terms]
+        match = " ".join(phrases)
         window = ("SELECT rowid AS item, kind, session_id, project, text, created_at,"
                   f" highlight(memory_fts, 0, '{bm25.OPEN}', '{bm25.CLOSE}') AS marked"
                   " FROM memory_fts WHERE memory_fts MATCH ? AND {side}{mine} ORDER BY rowid {order} LIMIT ?")
         with self._reading() as conn:
-            # A project's rows: by its scope token (its posting list walked beside the words'), or, for a project
-            # holding most of the memory, by its column (each match's row read: fewer reads than the token's walk).
-            mine, extra = "", ()
-            if project and _holds_most(conn, project):
-                mine, extra = " AND project = ?", (project,)
-            elif project:
-                match = f'scope : "{scope_token(project)}" AND ({match})'
-            rows: list[Any] = []
-            # Observations count up from 1 (newest: highest); prompts and summaries down from -2 (newest: lowest).
-            for side, order in (("rowid > 0", "DESC"), ("rowid < 0", "ASC")):
-                sql = window.format(side=side, mine=mine, order=order)
-                rows.extend(conn.execute(sql, (match, *extra, RANK_WINDOW)).fetchall())
-            if not rows:
-                return []
-            stats = _term_stats(conn, terms)
+            conn.execute("BEGIN")  # one snapshot: each side's plan counts the rows its query then reads
+            try:
+                # A project's rows: by its scope token (its posting list walked beside the words'), or, for a project
+                # holding most of the memory, by its column (each match's row read: fewer reads than the token's
+                # walk); the plan counts the project's rows the same way.
+                mine, extra, column = "", (), None
+                if project and _holds_most(conn, project):
+                    mine, extra, column = " AND project = ?", (project,), project
+                elif project:
+                    phrases.append(f'scope : "{scope_token(project)}"')
+                    match = f'{phrases[-1]} AND ({match})'
+                size, holding = _holding(conn, phrases)
+                rows: list[Any] = []
+                for side in (fts_window.OBSERVATIONS, fts_window.PROMPTS_AND_SUMMARIES):
+                    planned = fts_window.plan(conn, phrases, holding, side, RANK_WINDOW, column)
+                    if planned.limit:
+                        sql = window.format(side=side.bound, mine=mine, order=side.order)
+                        rows.extend(conn.execute(sql, (match, *extra, planned.limit)).fetchall())
+                if not rows:
+                    return []
+                stats = bm25.TermStats(rows=size, holding=dict(zip(terms, holding)))  # the words come first
+            finally:
+                conn.execute("COMMIT")
         scores = bm25.score([r["marked"] for r in rows], terms, stats)
         order_ = sorted(range(len(rows)), key=lambda n: (-scores[n], -float(rows[n]["created_at"])))[:limit]
         return [make_hit(rows[n], bm25.snippet(rows[n]["marked"]), scores[n], {"text": text_why(rank, scores[n])})
