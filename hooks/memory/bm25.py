@@ -20,6 +20,7 @@ bigger is better. The snippet is the window of SNIPPET_WORDS words holding the m
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ STATS_CAP = 2000  # a phrase's matches counted exactly up to this many; beyond, 
 SNIPPET_WORDS = 16
 # highlight()'s markers: private-use characters, which no tokenizer makes part of a word
 OPEN, CLOSE = "\ue000", "\ue001"
+_MARKED = re.compile(f"{OPEN}([^{CLOSE}]*){CLOSE}")
 
 
 @dataclass(frozen=True)
@@ -61,17 +63,18 @@ class _Matcher:
 
     def __init__(self, phrases: Sequence[str]) -> None:
         self.phrases = list(phrases)
-        self.spelled = {p.lower(): p for p in phrases}
+        self.assigned = {p.lower(): p for p in phrases}  # an instance as marked, lower-cased -> its phrase
 
     def counts(self, marked: str) -> dict[str, int]:
         if len(self.phrases) == 1:  # every instance is the one phrase's
             return {self.phrases[0]: marked.count(OPEN)}
         counts = dict.fromkeys(self.phrases, 0)
-        for piece in marked.split(OPEN)[1:]:
-            instance = piece.split(CLOSE, 1)[0].lower()
-            phrase = self.spelled.get(instance)
+        for instance in _MARKED.findall(marked):
+            key = instance.lower()
+            phrase = self.assigned.get(key)
             if phrase is None:  # a stemmed form: the phrase sharing its longest prefix (the first of those)
-                phrase = max(self.phrases, key=lambda p: len(_common_prefix(instance, p.lower())))
+                phrase = max(self.phrases, key=lambda p: len(_common_prefix(key, p.lower())))
+                self.assigned[key] = phrase
             counts[phrase] += 1
         return counts
 

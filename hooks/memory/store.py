@@ -333,31 +333,31 @@ def _free_bytes(conn: sqlite3.Connection) -> int:
 
 def _term_stats(conn: sqlite3.Connection, terms: list[str]) -> bm25.TermStats:
     """The table's size and each word's rows, bounded (`_holding`)."""
-    rows, holding = _holding(conn, [f'"{term}"' for term in terms])
+    rows, holding, _ = _holding(conn, [f'"{term}"' for term in terms])
     return bm25.TermStats(rows=rows, holding=dict(zip(terms, holding)))
 
 
-def _holding(conn: sqlite3.Connection, phrases: list[str]) -> tuple[int, list[int]]:
+def _holding(conn: sqlite3.Connection, phrases: list[str]) -> tuple[int, list[int], list[Any]]:
     """The table's size and, per FTS5 phrase expression, how many rows hold it, bounded: a phrase's newest
-    STATS_CAP matches at most are read, and beyond that the count is estimated from how densely they lie. Rowids
-    count observations up from 1 and prompts and summaries down from -2, so the ends tell the size."""
+    STATS_CAP matches at most are read (and returned, highest rowid first, for the search's plan), and beyond that
+    the count is estimated from how densely they lie. Rowids count observations up from 1 and prompts and summaries
+    down from -2, so the ends tell the size."""
     newest = conn.execute("SELECT rowid FROM memory_fts ORDER BY rowid DESC LIMIT 1").fetchone()
     oldest = conn.execute("SELECT rowid FROM memory_fts ORDER BY rowid ASC LIMIT 1").fetchone()
     if newest is None:
-        return 0, [0 for _ in phrases]
+        return 0, [0 for _ in phrases], []
     top = max(int(newest[0]), 0)
 
     def position(rowid: int) -> int:  # how many rows lie from the newest observation to `rowid` (the DESC walk)
         return top - rowid + 1 if rowid > 0 else top + max(-rowid - 1, 0)
 
     rows = max(1, position(int(oldest[0])))
-    holding = []
+    holding, read = [], []
     for phrase in phrases:
-        count, last = conn.execute(
-            "SELECT count(*), min(rowid) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?"
-            " ORDER BY rowid DESC LIMIT ?)", (phrase, bm25.STATS_CAP)).fetchone()
-        holding.append(bm25.estimate_holding(int(count), position(int(last)) if count else 0, rows))
-    return rows, holding
+        found = fts_window.newest_in_table(conn, phrase, bm25.STATS_CAP)
+        holding.append(bm25.estimate_holding(len(found), position(int(found[-1])) if len(found) else 0, rows))
+        read.append(found)
+    return rows, holding, read
 
 
 class MemoryStore:
@@ -650,10 +650,14 @@ class MemoryStore:
                 elif project:
                     phrases.append(f'scope : "{scope_token(project)}"')
                     match = f'{phrases[-1]} AND ({match})'
-                size, holding = _holding(conn, phrases)
+                size, holding, read = _holding(conn, phrases)
+                if not size:
+                    return []
+                sampled = [fts_window.observations_sample(found, bm25.STATS_CAP) for found in read]
                 rows: list[Any] = []
                 for side in (fts_window.OBSERVATIONS, fts_window.PROMPTS_AND_SUMMARIES):
-                    planned = fts_window.plan(conn, phrases, holding, side, RANK_WINDOW, column)
+                    newest = sampled if side is fts_window.OBSERVATIONS and all(s is not None for s in sampled) else None
+                    planned = fts_window.plan(conn, phrases, holding, side, RANK_WINDOW, column, newest)
                     if planned.limit:
                         sql = window.format(side=side.bound, mine=mine, order=side.order)
                         rows.extend(conn.execute(sql, (match, *extra, planned.limit)).fetchall())

@@ -88,6 +88,7 @@ def small_limits(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(fts_window, "PLAIN_WALK", 30)
     monkeypatch.setattr(fts_window, "CHECK_BATCH", 25)
     monkeypatch.setattr(fts_window, "CHECK_CAP", 10_000)
+    monkeypatch.setattr(fts_window, "PLAIN_EXPECTED", 1_000)
 
 
 def item_of(hit: dict) -> int:
