@@ -3,7 +3,7 @@ words, each in hybrid, text and meaning mode, p50 / p95 per kind and mode, with 
 
     .venv/bin/python -m bench.bench_memory_search_kinds --backend postgres --pg-url postgresql://... [--repeats 4]
     .venv/bin/python -m bench.bench_memory_search_kinds --dir <the SQLite bench database's directory>
-        [--kinds rare,medium,common] [--modes hybrid,text,meaning]
+        [--kinds rare,medium,common] [--modes hybrid,text,meaning] [--per-query]
 
 The kinds, on the bench's generated corpus at 1M observations (counts of matching observations):
 - rare: a ticket number (each in ~100 rows) alone or with a common word (5-100 matches);
@@ -58,6 +58,40 @@ def measure(store: Any, repeats: int, kinds: list[str], modes: list[str]) -> dic
     return out
 
 
+def per_query(store: Any, repeats: int, kinds: list[str]) -> None:
+    """`--per-query`: each query's text search, min-max of `repeats` warm runs, and on SQLite the plan each side of
+    the full-text table took (hooks/memory/fts_window.py)."""
+    plans: list[str] = []
+    try:
+        from hooks.memory import fts_window
+
+        real = fts_window.plan
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            planned = real(*args, **kwargs)
+            plans.append(f"{args[3].bound}: limit {planned.limit}, depth {planned.depth or 'all'}")
+            return planned
+    except ImportError:  # pragma: no cover
+        spy = None
+    for kind in kinds:
+        for q in KINDS[kind]:
+            store.search(q, project=PROJECT, limit=10, mode="text")
+            times = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                store.search(q, project=PROJECT, limit=10, mode="text")
+                times.append((time.perf_counter() - started) * 1000)
+            plans.clear()
+            if spy is not None and getattr(store, "backend", "") == "sqlite":
+                fts_window.plan = spy
+                try:
+                    store.search(q, project=PROJECT, limit=10, mode="text")
+                finally:
+                    fts_window.plan = real
+            print(f"  {kind} {q!r}: text {min(times):.1f}-{max(times):.1f} ms" + (f"  [{'; '.join(plans)}]" if plans else ""),
+                  flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
@@ -66,6 +100,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--kinds", default=",".join(KINDS), help="which kinds of query (default: all)")
     parser.add_argument("--modes", default=",".join(MODES), help="which modes (default: all)")
+    parser.add_argument("--per-query", action="store_true", help="also each query's text time and plan")
     args = parser.parse_args()
     print(f"load average before: {loadavg()}", flush=True)
     if args.backend == "postgres":
@@ -86,6 +121,8 @@ def main() -> None:
                   for kind in args.kinds.split(",") for q in KINDS[kind]}
         print("text hits (limit 100):", json.dumps(counts), flush=True)
         result = measure(bench.store, args.repeats, args.kinds.split(","), args.modes.split(","))
+        if args.per_query:
+            per_query(bench.store, max(args.repeats, 6), args.kinds.split(","))
     finally:
         bench.close()
     for kind, modes in result.items():
