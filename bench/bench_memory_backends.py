@@ -14,6 +14,7 @@ runs) for a common word (in ~1/3 of the rows), a medium one (~1 %), a rare one (
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import sys
@@ -87,7 +88,8 @@ def fill_postgres(store: PostgresMemoryStore, n: int) -> None:
             with conn.cursor().copy("COPY observations (obs_key, owner, team, shared, session_id, project,"
                                     " prompt_number, tool_name, text, created_at) FROM STDIN") as copy:
                 for i, text in enumerate(texts(n), start=1):
-                    copy.write_row((f"bench{i}", *scope, f"s{i // 100}", PROJECT, 1, "Bash", text, now - n + i))
+                    key = hashlib.md5(f"bench{i}".encode()).hexdigest()  # as the store keeps a key (pg_store.OBS_KEY)
+                    copy.write_row((key, *scope, f"s{i // 100}", PROJECT, 1, "Bash", text, now - n + i))
         conn.execute("CREATE INDEX observations_fts ON observations USING GIN (tsv)")
         conn.execute("VACUUM ANALYZE observations")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from hooks.memory.config import MemoryConfig, install_id, shared_project
 from hooks.memory.identity import _load, registry_path
-from hooks.memory.pg_store import SCHEMA, PostgresMemoryStore, clean
+from hooks.memory.pg_store import OBS_KEY, SCHEMA, PostgresMemoryStore, clean
 from hooks.memory.store import OBSERVATIONS_IN_ORDER, MemoryStore, memory_db_path
 
 BATCH = 1000
@@ -113,7 +113,7 @@ def _copy(source: Path, store: PostgresMemoryStore, config: MemoryConfig, data_d
         for batch in _rows(conn, OBSERVATIONS_IN_ORDER):
             store._write(lambda pg, b=batch: pg.cursor().executemany(
                 "INSERT INTO observations (obs_key, owner, team, shared, session_id, project, prompt_number,"
-                " tool_name, text, created_at) VALUES (%(key)s, %(owner)s, %(team)s, %(shared)s, %(session_id)s,"
+                f" tool_name, text, created_at) VALUES ({OBS_KEY}, %(owner)s, %(team)s, %(shared)s, %(session_id)s,"
                 " %(project)s, %(prompt_number)s, %(tool_name)s, %(text)s, %(created_at)s)"
                 " ON CONFLICT (obs_key) DO NOTHING",
                 [{**r, **scope(r["project"]), "key": f"import:{inst}:{r['id']}", "tool_name": clean(r["tool_name"]),

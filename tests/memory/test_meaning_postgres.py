@@ -224,8 +224,8 @@ def test_a_version_1_database_is_migrated_and_its_rows_backfilled(pg_server, tmp
                      " VALUES (%s, 'core', false, 's1', 'p1', 0, 0)", (old.owner,))
         for n, (tool, text) in enumerate(OBSERVATIONS):
             conn.execute(f"INSERT INTO {SCHEMA}.observations (obs_key, owner, team, shared, session_id, project,"
-                         " prompt_number, tool_name, text, created_at) VALUES (%s, %s, 'core', false, 's1', 'p1', 1,"
-                         " %s, %s, %s)", (f"k{n}", old.owner, tool, text, n))
+                         " prompt_number, tool_name, text, created_at) VALUES (md5(%s)::uuid, %s, 'core', false, 's1',"
+                         " 'p1', 1, %s, %s, %s)", (f"k{n}", old.owner, tool, text, n))
     assert sql(url, "SELECT version FROM schema_version ORDER BY version") == VERSIONS
     assert found(old, "meaning") == 0
     assert old.backfill() == len(OBSERVATIONS)
