@@ -4,6 +4,7 @@ Run (from the repository root; offline, scripted model on 127.0.0.1, real bundle
 
     .venv/bin/python bench/session_hook_cost.py [--reps 30] [--hooks 0,1,10] [--events PreToolUse] [--json out.json]
     .venv/bin/python bench/session_hook_cost.py --hooks 0,10,50,200,400 --events PreToolUse,PostToolUse --reps 15
+    .venv/bin/python bench/session_hook_cost.py ... --boxed   # ours: hooks in the session's hook box, as shipped
 
 Six live sessions, one per (runner, hook count):
 
@@ -104,6 +105,8 @@ class Variant:
     session: Any = None  # AgentSession (ours) or ClaudeSDKClient (cli)
     runner_obj: Any = None
     conversation: str | None = None
+    boxed: bool = False  # ours: the project's hooks start in the session's hook box, as the sidecar starts them
+    context: Any = None
 
 
 class NoBridge:
@@ -152,6 +155,19 @@ async def start_ours(v: Variant, url: str, home: Path, data_dir: Path) -> None:
     sid = str(uuid.uuid4())
     runner = HookRunner(hookset, IpcHookObserver(notify), data_dir=data_dir)
     context = SessionContext(session_id=sid, project_dir=v.project, data_dir=data_dir)
+    if v.boxed:
+        from sidecar import sandbox
+        from sidecar.hook_box import for_session
+        from sidecar.sdk_env import hook_env_names
+
+        env = {"HOME": str(home / v.name), "PATH": os.environ["PATH"]}
+        status = sandbox.decide("auto", os.environ["PATH"], (), project=v.project, cli_env=env,
+                                orion_dirs=[data_dir])
+        context.box = for_session(status, lambda: runner.hookset.trusted, hook_env_names(hookset.entries),
+                                  lambda: runner.hookset.entries)
+        if context.box is None:
+            raise SystemExit(f"--boxed: no hook box here ({status.reason})")
+    v.context = context
 
     async def no_request(method: str, params: dict[str, Any], timeout: float) -> Any:
         raise RuntimeError("no frontend in this benchmark")
@@ -229,14 +245,16 @@ def per_hook(variants: list[Variant], runner: str, metric: str) -> dict[str, flo
     return out
 
 
-async def run(reps: int, counts: list[int], root: Path, events: tuple[str, ...] = ("PreToolUse",)) -> dict[str, Any]:
+async def run(reps: int, counts: list[int], root: Path, events: tuple[str, ...] = ("PreToolUse",),
+              boxed: bool = False) -> dict[str, Any]:
     from hooks.executors import leftovers
     from sidecar.scripted_model import ScriptedModelServer, load_scenario
 
     data_dir = Path(os.environ["ORION_DATA_DIR"])
     home = root / "cli-homes"
     server = ScriptedModelServer(load_scenario(SCENARIO_FILE))
-    variants = [Variant(f"{r}-{n}", r, n, write_project(root, f"{r}-{n}", n, events), events=events)
+    variants = [Variant(f"{r}-{n}", r, n, write_project(root, f"{r}-{n}", n, events), events=events,
+                        boxed=boxed and r == "ours")
                 for n in counts for r in ("ours", "cli")]
     loadavg_start = [round(x, 2) for x in os.getloadavg()]
     bookkeeping = {v.name: [0, 0, 0] for v in variants}  # /proc reads, processes examined, hooks (ours)
@@ -279,9 +297,12 @@ async def run(reps: int, counts: list[int], root: Path, events: tuple[str, ...] 
                 if v.runner == "ours":
                     await v.session.close()
                     await v.runner_obj.aclose()
+                    if v.context is not None and v.context.box is not None:
+                        await v.context.box.aclose()
                 else:
                     await v.session.disconnect()
-    result: dict[str, Any] = {"reps": reps, "events": list(events), "variants": {}, "loadavg_start": loadavg_start,
+    result: dict[str, Any] = {"reps": reps, "events": list(events), "boxed": boxed, "variants": {},
+                              "loadavg_start": loadavg_start,
                               "loadavg": [round(x, 2) for x in os.getloadavg()]}
     for v in variants:
         result["variants"][v.name] = {
@@ -335,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hooks", default="0,1,10", help="hook counts to compare (0 must be among them)")
     parser.add_argument("--events", default="PreToolUse", help="events that get N hooks each, comma-separated")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--boxed", action="store_true",
+                        help="ours: the project's hooks in the session's hook box (as the sidecar runs them on Linux)")
     args = parser.parse_args(argv)
     counts = [int(x) for x in args.hooks.split(",")]
     events = tuple(e for e in args.events.split(",") if e)
@@ -351,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ORION_USER_SETTINGS"] = str(root / "no-user-settings.json")
         os.environ["ORION_CLAUDE_USER_SETTINGS"] = str(root / "no-claude-user-settings.json")
         os.environ.pop("ANTHROPIC_API_KEY", None)
-        result = anyio.run(run, args.reps, counts, root, events)
+        result = anyio.run(run, args.reps, counts, root, events, args.boxed)
     print_result(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

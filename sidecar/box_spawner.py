@@ -35,9 +35,40 @@ def _send(sock: socket.socket, message: dict) -> None:
         pass  # the sidecar is gone: the next read sees it
 
 
+# Signals a hook starts with at their default action: Python ignores SIGPIPE and SIGXFSZ, SIGQUIT may come ignored
+# from far above, and an ignored signal stays so across exec; SIGCHLD, SIGHUP, SIGINT and SIGTERM are caught here, so
+# exec resets them anyway.
+_DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGQUIT, signal.SIGCHLD)
+
+
 def _start(message: dict, fds: list) -> int:
-    """fork + exec in a session of its own, the three descriptors as 0, 1, 2."""
+    """The hook's program in a session of its own, the three descriptors as 0, 1, 2, in its working directory: by
+    posix_spawn (the child shares our memory until its exec, where a fork copies our page tables and then faults
+    on every page it touches: ~0.9 ms against ~1.6 ms for a small program, each hook), and when that cannot start it,
+    by fork + exec, which reports why on the hook's own stderr and exits 127, as it always did."""
     argv, env, cwd = message["argv"], message["env"], message["cwd"]
+    try:
+        os.chdir(cwd)  # one hook at a time: the child starts where we stand
+        program = _which(argv[0], env.get("PATH", os.defpath))
+        actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)]
+        return os.posix_spawn(program, argv, env, file_actions=actions, setsid=True, setsigdef=_DEFAULTED)
+    except OSError:
+        return _fork_exec(argv, env, cwd, fds)
+
+
+def _which(name: str, path: str) -> str:
+    """Where execvpe would find `name`: as given when it holds a slash, else the first executable file of that name
+    in the hook's own PATH (an empty entry is the working directory)."""
+    if "/" in name:
+        return name
+    for folder in path.split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise FileNotFoundError(name)
+
+
+def _fork_exec(argv: list, env: dict, cwd: str, fds: list) -> int:
     pid = os.fork()
     if pid == 0:  # the child: only async-signal-safe calls until exec
         try:
@@ -45,9 +76,7 @@ def _start(message: dict, fds: list) -> int:
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
             os.closerange(3, 65536)
-            # Ignored here (Python ignores SIGPIPE and SIGXFSZ; SIGQUIT may come ignored from far above), and an
-            # ignored signal stays so across exec; SIGHUP, SIGINT and SIGTERM are caught here, so exec resets them.
-            for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGQUIT, signal.SIGCHLD):
+            for sig in _DEFAULTED:
                 signal.signal(sig, signal.SIG_DFL)
             os.chdir(cwd)
             os.execvpe(argv[0], argv, env)
@@ -60,6 +89,12 @@ def _start(message: dict, fds: list) -> int:
 
 
 def main(fd: int) -> int:
+    # A hook gets its three descriptors and nothing of ours: everything we hold is close-on-exec (Python opens so;
+    # our end of the socket pair came inherited, the hook's descriptors come with MSG_CMSG_CLOEXEC), and whatever
+    # else the box handed us is closed now.
+    os.closerange(3, fd)
+    os.closerange(fd + 1, 65536)
+    os.set_inheritable(fd, False)
     sock = socket.socket(fileno=fd)
     sock.setblocking(False)
     wake_r, wake_w = os.pipe()
@@ -77,7 +112,8 @@ def main(fd: int) -> int:
         for key, _ in selector.select():
             if key.fileobj is sock:
                 try:
-                    data, ancdata, _flags, _addr = sock.recvmsg(_MAX, socket.CMSG_SPACE(3 * 4))
+                    data, ancdata, _flags, _addr = sock.recvmsg(_MAX, socket.CMSG_SPACE(3 * 4),
+                                                                socket.MSG_CMSG_CLOEXEC)
                 except BlockingIOError:
                     continue
                 except OSError:

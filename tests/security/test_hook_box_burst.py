@@ -60,3 +60,38 @@ async def test_a_burst_of_boxed_hooks_with_large_payloads_all_run(tmp_path: Path
         finally:
             await executor.aclose()
             await box.aclose()
+
+
+async def test_a_boxed_hook_holds_its_three_descriptors_and_nothing_of_the_spawners(tmp_path: Path) -> None:
+    """The spawner starts hooks with posix_spawn (sidecar/box_spawner.py), which closes nothing by itself: what keeps
+    its end of the socket pair to the sidecar (over which a hook could read other hooks' payloads or forge their
+    exit) out of a hook is that everything it holds is close-on-exec. A hook's own open descriptors, listed by
+    the hook's shell, are 0, 1 and 2; a second hook started while the first still runs holds no descriptor of the
+    first's either; a program that cannot be found still ends as before: exit 127, the reason on its stderr."""
+    with visible_outside("orion-fds-") as root:
+        project = root / "project"
+        project.mkdir()
+        env = {"HOME": str(root), "PATH": os.environ["PATH"]}
+        status = sandbox.decide("auto", os.environ["PATH"], (), project=project, cli_env=env, orion_dirs=[root / "d"])
+        box = HookBox(status.boundary, lambda: True, {"project"})
+        session = SessionContext(session_id="fds", project_dir=project, box=box)
+        # the shell's own descriptors, listed by another process (a glob in the shell would list its own reading)
+        listing = "cat >/dev/null; ls /proc/$$/fd"
+        spec = SimpleNamespace(name="fds", source="project", argv=None, shell=None, config=SimpleNamespace(command=""),
+                               command=listing, cwd=None, env=None)
+        slow = SimpleNamespace(**{**vars(spec), "name": "slow", "command": "cat >/dev/null; sleep 2"})
+        missing = SimpleNamespace(**{**vars(spec), "name": "missing", "command": None,
+                                     "argv": ["no-such-program-5e1d", "x"]})
+        executor = CommandExecutor()
+        try:
+            running = asyncio.ensure_future(executor.run(call(slow, session, {"hook_event_name": "PreToolUse"})))
+            await asyncio.sleep(0.3)
+            report = await executor.run(call(spec, session, {"hook_event_name": "PreToolUse"}))
+            assert report.status == "ok", report
+            assert (report.text or report.stdout).split() == ["0", "1", "2"], report
+            assert (await running).status == "ok"
+            gone = await executor.run(call(missing, session, {"hook_event_name": "PreToolUse"}))
+            assert gone.exit_code == 127 and "could not start no-such-program-5e1d" in (gone.stderr or ""), gone
+        finally:
+            await executor.aclose()
+            await box.aclose()
