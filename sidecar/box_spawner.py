@@ -28,11 +28,28 @@ import sys
 _MAX = 1 << 20
 
 
+# Replies the socket had no room for, oldest first: sent as soon as it has (a burst of hooks starting and ending at
+# once outruns a busy sidecar's reads; a reply dropped there left its hook waiting for a start it never heard of).
+_unsent: list = []
+# Outside a PID namespace of our own only (see _end): the hooks we started, each the leader of its group.
+_started: set = set()
+
+
 def _send(sock: socket.socket, message: dict) -> None:
-    try:
-        sock.send(json.dumps(message).encode())
-    except OSError:
-        pass  # the sidecar is gone: the next read sees it
+    _unsent.append(json.dumps(message).encode())
+    _flush(sock)
+
+
+def _flush(sock: socket.socket) -> None:
+    while _unsent:
+        try:
+            sock.send(_unsent[0])
+        except BlockingIOError:
+            return  # the loop waits for room (EVENT_WRITE) and comes back
+        except OSError:
+            _unsent.clear()  # the sidecar is gone: the next read sees it
+            return
+        _unsent.pop(0)
 
 
 # Signals a hook starts with at their default action: Python ignores SIGPIPE and SIGXFSZ, SIGQUIT may come ignored
@@ -109,7 +126,12 @@ def main(fd: int) -> int:
     selector.register(sock, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
     while True:
-        for key, _ in selector.select():
+        selector.modify(sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if _unsent else 0))
+        for key, events in selector.select():
+            if key.fileobj is sock and events & selectors.EVENT_WRITE:
+                _flush(sock)
+            if key.fileobj is sock and not events & selectors.EVENT_READ:
+                continue
             if key.fileobj is sock:
                 try:
                     data, ancdata, _flags, _addr = sock.recvmsg(_MAX, socket.CMSG_SPACE(3 * 4),
@@ -147,6 +169,8 @@ def _handle(sock: socket.socket, message: dict, fds: list, running: dict) -> Non
             _send(sock, {"id": ident, "error": str(exc)})
         else:
             running[pid] = ident
+            if os.getpid() != 1:
+                _started.add(pid)
             _send(sock, {"id": ident, "pid": pid})
         finally:
             for fd in fds:
@@ -201,9 +225,18 @@ def _reap(sock: socket.socket, running: dict) -> None:
 
 
 def _end() -> int:
-    # pid 1 of the box's PID namespace: kill(-1) reaches every other process in it.
+    # pid 1 of the box's PID namespace (bubblewrap's --as-pid-1): kill(-1) reaches every other process in it. Run
+    # anywhere else (by mistake: a test, a hand), kill(-1) would reach every process the user may signal, so then
+    # only what we started goes, by its process group.
     try:
-        os.kill(-1, signal.SIGKILL)
+        if os.getpid() == 1:
+            os.kill(-1, signal.SIGKILL)
+        else:
+            for pid in _started:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
     except OSError:
         pass
     return 0

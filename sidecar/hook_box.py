@@ -170,10 +170,12 @@ class _Spawner:
         try:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 await started
-        except BaseException:
+        except BaseException as exc:
             self._forget(ident)
             for fd in (in_w, out_r, err_r):
                 os.close(fd)
+            if isinstance(exc, TimeoutError):
+                raise BoxGone(f"the hook box did not report the hook's start within {_START_TIMEOUT_S:.0f} s") from None
             raise
         return proc
 
@@ -182,19 +184,24 @@ class _Spawner:
         self.running.pop(ident, None)
 
     def _on_message(self) -> None:
-        try:
-            data = self.sock.recv(1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._gone("the hook box ended")
-            return
-        try:
-            message = json.loads(data)
-        except ValueError:
-            return
+        """Every packet waiting (a burst of hooks sends two each): the spawner holds what does not fit meanwhile."""
+        while self.dead is None:
+            try:
+                data = self.sock.recv(1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._gone("the hook box ended")
+                return
+            try:
+                message = json.loads(data)
+            except ValueError:
+                continue
+            self._handle(message)
+
+    def _handle(self, message: dict[str, Any]) -> None:
         ident = message.get("id")
         started = self.starting.pop(ident, None)
         proc = self.running.get(ident)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -95,3 +96,45 @@ async def test_a_boxed_hook_holds_its_three_descriptors_and_nothing_of_the_spawn
         finally:
             await executor.aclose()
             await box.aclose()
+
+
+async def test_the_spawner_keeps_every_reply_the_socket_has_no_room_for(tmp_path: Path) -> None:
+    """sidecar/box_spawner.py as a real process on a socket pair, in a PID namespace of its own as in the box: 400
+    hooks started while nothing reads its replies. A start and an exit for each is 800 replies, about three times
+    what the socket holds (~280 small packets); every one must arrive once the sidecar reads again, in order per
+    hook."""
+    import array
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    from sidecar.hook_box import SPAWNER
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    # pid 1 of its namespace, as in the hook box: what it kills when the socket closes is the namespace's
+    spawner = subprocess.Popen(["bwrap", "--dev-bind", "/", "/", "--unshare-pid", "--as-pid-1", "--die-with-parent",
+                                sys.executable, "-S", str(SPAWNER), str(theirs.fileno())], pass_fds=(theirs.fileno(),))
+    theirs.close()
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        ours.settimeout(30)
+        for ident in range(1, 401):
+            message = {"op": "run", "id": ident, "argv": ["true"], "env": {"PATH": os.environ["PATH"]},
+                       "cwd": str(tmp_path)}
+            ours.sendmsg([json.dumps(message).encode()],
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [null, null, null]))])
+        time.sleep(1.0)  # the spawner starts them all and reaps them, with nobody reading
+        replies: dict[int, list[str]] = {}
+        ours.settimeout(10)
+        while sum(len(kinds) for kinds in replies.values()) < 800:
+            reply = json.loads(ours.recv(1 << 16))
+            replies.setdefault(reply["id"], []).append("pid" if "pid" in reply else "status" if "status" in reply
+                                                       else f"error {reply.get('error')}")
+        assert sorted(replies) == list(range(1, 401))
+        assert all(kinds == ["pid", "status"] for kinds in replies.values()), \
+            {k: v for k, v in replies.items() if v != ["pid", "status"]}
+    finally:
+        os.close(null)
+        ours.close()
+        spawner.wait(timeout=10)
