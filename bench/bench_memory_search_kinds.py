@@ -88,8 +88,8 @@ def per_query(store: Any, repeats: int, kinds: list[str]) -> None:
                     store.search(q, project=PROJECT, limit=10, mode="text")
                 finally:
                     fts_window.plan = real
-            print(f"  {kind} {q!r}: text {min(times):.1f}-{max(times):.1f} ms" + (f"  [{'; '.join(plans)}]" if plans else ""),
-                  flush=True)
+            shown = f"  [{'; '.join(plans)}]" if plans else ""
+            print(f"  {kind} {q!r}: text {min(times):.1f}-{max(times):.1f} ms{shown}", flush=True)
 
 
 def main() -> None:

@@ -167,7 +167,8 @@ def _rows(conn: sqlite3.Connection, phrase: str, side: Side, *, limit: int | Non
     # one rowid condition: given two, FTS5 takes one as its bound and leaves the other for SQLite to test on every
     # row the walk yields
     params: tuple = (phrase,) if last is None else (phrase, last)
-    sql = f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND {side.bound if last is None else side.at_least_as_new}"
+    where = side.bound if last is None else side.at_least_as_new
+    sql = f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND {where}"
     sql += f" ORDER BY rowid {side.order}"
     if limit is not None:
         sql += " LIMIT ?"

@@ -654,9 +654,10 @@ class MemoryStore:
                 if not size:
                     return []
                 sampled = [fts_window.observations_sample(found, bm25.STATS_CAP) for found in read]
+                usable = all(s is not None for s in sampled)  # the words' newest rows serve the observations' plan
                 rows: list[Any] = []
                 for side in (fts_window.OBSERVATIONS, fts_window.PROMPTS_AND_SUMMARIES):
-                    newest = sampled if side is fts_window.OBSERVATIONS and all(s is not None for s in sampled) else None
+                    newest = sampled if side is fts_window.OBSERVATIONS and usable else None
                     planned = fts_window.plan(conn, phrases, holding, side, RANK_WINDOW, column, newest)
                     if planned.limit:
                         sql = window.format(side=side.bound, mine=mine, order=side.order)

@@ -132,7 +132,8 @@ def test_words_never_together_cost_what_they_cost_in_a_small_memory(tmp_path: Pa
     cost: dict[tuple[int, str], int] = {}
     for n in (20_000, 400_000):
         store = never_together(tmp_path, n, monkeypatch)
-        match = '"alpha" "beta"' if project is None else f'scope : "{store_module.scope_token(project)}" AND "alpha" "beta"'
+        words = '"alpha" "beta"'
+        match = words if project is None else f'scope : "{store_module.scope_token(project)}" AND {words}'
         with store._reading() as conn:
             conn.execute("PRAGMA cache_size = 4")
 
