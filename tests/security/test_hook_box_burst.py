@@ -30,14 +30,19 @@ def call(spec: SimpleNamespace, session: SessionContext, payload: dict, timeout:
                     progress=no_progress)
 
 
+def boxed_session(root: Path, name: str) -> SessionContext:
+    """A session whose project (`root/project`) has a hook box, as the sidecar builds one for a boxed hook."""
+    project = root / "project"
+    project.mkdir()
+    env = {"HOME": str(root), "PATH": os.environ["PATH"]}
+    status = sandbox.decide("auto", os.environ["PATH"], (), project=project, cli_env=env, orion_dirs=[root / "d"])
+    return SessionContext(session_id=name, project_dir=project, box=HookBox(status.boundary, lambda: True, {"project"}))
+
+
 async def test_a_burst_of_boxed_hooks_with_large_payloads_all_run(tmp_path: Path) -> None:
     with visible_outside("orion-burst-") as root:
-        project = root / "project"
-        project.mkdir()
-        env = {"HOME": str(root), "PATH": os.environ["PATH"]}
-        status = sandbox.decide("auto", os.environ["PATH"], (), project=project, cli_env=env, orion_dirs=[root / "d"])
-        box = HookBox(status.boundary, lambda: True, {"project"})
-        session = SessionContext(session_id="burst", project_dir=project, box=box)
+        session = boxed_session(root, "burst")
+        project, box = session.project_dir, session.box
         spec = SimpleNamespace(name="count", source="project", argv=None, shell=None, config=SimpleNamespace(command=""),
                                command='wc -c | tr -d " "', cwd=None, env=None)
         executor = CommandExecutor()
@@ -70,12 +75,8 @@ async def test_a_boxed_hook_holds_its_three_descriptors_and_nothing_of_the_spawn
     the hook's shell, are 0, 1 and 2; a second hook started while the first still runs holds no descriptor of the
     first's either; a program that cannot be found still ends as before: exit 127, the reason on its stderr."""
     with visible_outside("orion-fds-") as root:
-        project = root / "project"
-        project.mkdir()
-        env = {"HOME": str(root), "PATH": os.environ["PATH"]}
-        status = sandbox.decide("auto", os.environ["PATH"], (), project=project, cli_env=env, orion_dirs=[root / "d"])
-        box = HookBox(status.boundary, lambda: True, {"project"})
-        session = SessionContext(session_id="fds", project_dir=project, box=box)
+        session = boxed_session(root, "fds")
+        box = session.box
         # the shell's own descriptors, listed by another process (a glob in the shell would list its own reading)
         listing = "cat >/dev/null; ls /proc/$$/fd"
         spec = SimpleNamespace(name="fds", source="project", argv=None, shell=None, config=SimpleNamespace(command=""),
