@@ -1344,7 +1344,10 @@ def _scalar(conn: Conn, sql: str, params: Any) -> Any:
 
 
 def _without_tsv(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as callers get it: without the search column and an observation's idempotency key (bookkeeping, a
+    `uuid` since schema 5; the SQLite store returns neither)."""
     row.pop("tsv", None)
+    row.pop("obs_key", None)
     return row
 
 
