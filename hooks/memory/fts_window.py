@@ -113,15 +113,14 @@ def plan(conn: sqlite3.Connection, phrases: Sequence[str], holding: Sequence[int
     known = sum(len(s) for s in samples if len(s) < SAMPLE)
     depth = max(SAMPLE, int(max(0, WALK_BUDGET - known) / shares))
     size = _side_size(side, top)
-    last = top - depth + 1 if side.order == "DESC" else top + depth - 1  # the oldest row searched
-    lists = [s if len(s) < SAMPLE else _rows(conn, phrase, side, last=None if depth >= size else last)
-             for phrase, s in zip(phrases, samples)]
-    if depth < size:
-        lists = [_no_older(side, rows, last) for rows in lists]
+    # the oldest row searched (None: the whole side)
+    last = None if depth >= size else top - depth + 1 if side.order == "DESC" else top + depth - 1
+    lists = [_rows(conn, phrase, side, last=last) if len(s) >= SAMPLE
+             else s if last is None else _no_older(side, s, last) for phrase, s in zip(phrases, samples)]
     count, reached = _passing(conn, _common(lists), side, window, project)
     if reached is not None:  # the project's rows were checked up to a cap: the answer ends at the last checked
         return Plan(count, abs(reached - top) + 1)
-    return Plan(count, depth if depth < size else None)
+    return Plan(count, None if last is None else depth)
 
 
 def _passing(conn: sqlite3.Connection, rows: np.ndarray, side: Side, window: int,

@@ -331,12 +331,6 @@ def _free_bytes(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA freelist_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0])
 
 
-def _term_stats(conn: sqlite3.Connection, terms: list[str]) -> bm25.TermStats:
-    """The table's size and each word's rows, bounded (`_holding`)."""
-    rows, holding, _ = _holding(conn, [f'"{term}"' for term in terms])
-    return bm25.TermStats(rows=rows, holding=dict(zip(terms, holding)))
-
-
 def _holding(conn: sqlite3.Connection, phrases: list[str]) -> tuple[int, list[int], list[Any]]:
     """The table's size and, per FTS5 phrase expression, how many rows hold it, bounded: a phrase's newest
     STATS_CAP matches at most are read (and returned, highest rowid first, for the search's plan), and beyond that
