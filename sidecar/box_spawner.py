@@ -18,6 +18,7 @@ spawner exits, and the box with it. Standard library only: it runs before anythi
 """
 
 import array
+import collections
 import json
 import os
 import selectors
@@ -30,7 +31,7 @@ _MAX = 1 << 20
 
 # Replies the socket had no room for, oldest first: sent as soon as it has (a burst of hooks starting and ending at
 # once outruns a busy sidecar's reads; a reply dropped there left its hook waiting for a start it never heard of).
-_unsent: list = []
+_unsent: collections.deque = collections.deque()
 # Outside a PID namespace of our own only (see _end): the hooks we started, each the leader of its group.
 _started: set = set()
 
@@ -49,7 +50,7 @@ def _flush(sock: socket.socket) -> None:
         except OSError:
             _unsent.clear()  # the sidecar is gone: the next read sees it
             return
-        _unsent.pop(0)
+        _unsent.popleft()
 
 
 # Signals a hook starts with at their default action: Python ignores SIGPIPE and SIGXFSZ, SIGQUIT may come ignored
@@ -219,6 +220,7 @@ def _reap(sock: socket.socket, running: dict) -> None:
         if pid == 0:
             return
         ident = running.pop(pid, None)
+        _started.discard(pid)
         if ident is not None:  # a hook; anything else was something a hook left, now reaped
             code = os.waitstatus_to_exitcode(status)
             _send(sock, {"id": ident, "status": code})
