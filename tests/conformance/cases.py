@@ -17,6 +17,10 @@ BASH = {"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran > ran.t
 BASH_ECHO = {"tool_use": {"name": "Bash", "input": {"command": "echo hello-from-bash", "description": "echo"}}}
 SLOW_BASH = {"tool_use": {"name": "Bash", "input": {"command": "sleep 1 && echo tool-ran > ran.txt", "description": "slow"}}}
 FINAL = "All done."
+# A person answering a permission dialog takes a moment. Through the SDK the CLI asks the host's permission callback
+# and runs the PermissionRequest hooks at the same time (the first answer wins); a host that refuses at once beats
+# any hook, which no Claude Code user sees: their dialog waits for the hook (Claude Code's documented behaviour).
+USER_THINKS_S = 3.0
 # what a later command sees of the `env` a changed settings file gives (ConfigChange cases)
 SEEN_ENV = [{"tool_use": {"name": "Bash", "input": {"command": "echo \"x=$X_CHANGED\" | tee seen.txt",
                                                     "description": "look"}}}]
@@ -232,7 +236,7 @@ CASES: list[Case] = [
          {"perm": {"exit": 2, "stderr": "not a deny"}}, allowed_tools=("Read",)),
     Case("event_permission_request_allow", {"PermissionRequest": [("Bash", ["perm"])]},
          {"perm": {"stdout": _hso("PermissionRequest", decision={"behavior": "allow"})}}, allowed_tools=("Read",),
-         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "rm -f no-such-file.txt",
+         permission_delay_s=USER_THINKS_S, turns=[[{"tool_use": {"name": "Bash", "input": {"command": "rm -f no-such-file.txt",
                                                           "description": "remove"}}}], FINAL]),
     # ---------------------------------------------------------------- command hook fields (docs/HOOKS.md "command")
     Case("command_exec_form_blocks_force_push", {"PreToolUse": [("Bash", ["guard"])]},
@@ -420,7 +424,7 @@ CASES += [
          entries={"judge": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS),
     Case("mcp_tool_error_blocks_permission_request", {"PermissionRequest": [("Bash", ["judge"])]},
          {"judge": {"error": "the judge fell over"}}, entries={"judge": _mcp(onFailure="block")}, mcp=True,
-         extra_settings=MCP_SETTINGS, allowed_tools=("Read",)),
+         extra_settings=MCP_SETTINGS, allowed_tools=("Read",), permission_delay_s=USER_THINKS_S),
     Case("mcp_tool_error_continues", {"PreToolUse": [("Bash", ["judge"])]},
          {"judge": {"error": "the judge fell over"}}, entries={"judge": _mcp()}, mcp=True,
          extra_settings=MCP_SETTINGS),
@@ -462,10 +466,6 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
                                           "the CLI names an SDK callback \"callback\" in /compact's report"),
     "event_precompact_exit2_blocks": ("stop_reason: CLI None vs ours 'blocked'",
                                       "Orion tells the frontend a hook blocked the prompt"),
-    "event_permission_request_allow": ("The user doesn't want to proceed",
-                                       "the hook's allow answers the permission dialog (Claude Code's documented "
-                                       "behaviour); through the SDK the CLI asks the host's permission callback at the "
-                                       "same time, and the reference's callback refused first"),
     "command_async_context": ('"from the background"',
                               "an async hook's answer that comes back before the next model request: the CLI puts it "
                               "in that request; the sidecar runs the hook beside the CLI and has no way to add a "
@@ -485,8 +485,4 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
                             "through the CLI's mcp_call a tool's structured content arrives in place of its text "
                             "blocks; a server that follows the MCP spec sends the same JSON in both (this case's "
                             "PreToolUse hook), and then the two agree"),
-    "mcp_tool_error_blocks_permission_request": ("onFailure is \\\"block\\\"",
-                                                 "the hook's block denies the request; through the SDK the CLI asks "
-                                                 "the host's permission callback at the same time, and the "
-                                                 "reference's callback refused first"),
 }
