@@ -72,6 +72,13 @@ def decision_of(result: HookResult, event: str) -> tuple[str | None, str | None]
     if result.outcome == "blocked" and result.output is None:
         # exit 2 (or an evaluator's {"ok": false}): stderr is the reason, after the command as Claude Code writes it
         # The stderr as written, its trailing newline included: Claude Code keeps it in what the model reads.
+        if result.hook_type == "command":
+            # Claude Code 2.1.330: `[<command>]: <stderr or "No stderr output">`, and for a plugin's hook the
+            # plugin's id on a line of its own after it.
+            reason = f"[{result.label}]: {result.stderr or 'No stderr output'}"
+            if result.plugin_id:
+                reason += f"\nThis hook comes from the {result.plugin_id} plugin."
+            return deny_word, reason
         reason = (result.stderr if result.stderr.strip() else "") or result.text or f"blocked by hook {result.hook_name!r}"
         return deny_word, (f"[{result.label}]: {reason}" if result.label else reason)
     out = result.output
@@ -163,6 +170,7 @@ def make_result(spec: Any, event: str, report: ExecutionReport, execution_id: st
         # What Claude Code names the hook by in the words the model reads (exec form: the command with its args).
         label=(getattr(spec, "label", spec.command) if spec.type == "command"
                else f"{spec.config.server}/{spec.config.tool}" if spec.type == "mcp_tool" and spec.config else None),
+        plugin_id=spec.plugin.id if getattr(spec, "plugin", None) is not None else None,
     )
     if report.status != "ok":
         result.outcome = report.status

@@ -300,6 +300,8 @@ class HookResult:
     enforced: bool = True  # False when a block was reported but not enforced (stop loop guard)
     # Claude Code names a command hook in what the model reads of its exit-2 reason: "[<command>]: <stderr>".
     label: str | None = None
+    # The Claude Code plugin (`name@marketplace`) the hook comes from: the CLI names it after an exit-2 reason.
+    plugin_id: str | None = None
     # The hook's span when tracing is on (hooks/tracing.py): tracking rows carry them, so a row links to its trace.
     trace_id: str | None = None
     span_id: str | None = None

@@ -126,6 +126,8 @@ CASES: list[Case] = [
     Case("pre_exit0_silent", {"PreToolUse": [("Bash", ["pre"])]}),
     Case("pre_exit0_plain_stdout", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"stdout": "plain words\n"}}),
     Case("pre_exit2_blocks", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"exit": 2, "stderr": "not on my watch"}}),
+    # exit 2 with nothing on stderr: the CLI writes "No stderr output" after the command
+    Case("pre_exit2_no_stderr", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"exit": 2}}),
     Case("pre_exit1_nonblocking", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"exit": 1, "stderr": "soft failure"}}),
     Case("pre_exit127", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"exit": 127, "stderr": "no such thing"}}),
     Case("pre_killed_by_signal", {"PreToolUse": [("Bash", ["pre"])]}, {"pre": {"signal": 9}}),

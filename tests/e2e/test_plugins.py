@@ -131,9 +131,10 @@ async def test_an_updated_user_plugin_waits_for_trust_again_and_the_listing_name
         assert "rm -rf is not allowed" in result_text(second)  # the new version's verdict on `echo safe-call`
 
 
-async def test_the_bundled_cli_resolves_the_same_root_version_and_data_folder(tmp_path) -> None:
+async def test_the_bundled_cli_resolves_the_same_root_version_and_data_folder(sidecar, tmp_path) -> None:
     """Installed with the CLI's own `claude plugin marketplace add` / `install`, run by the bare CLI: the plugin root,
-    version and data folder its hook sees are the ones `hooks/list` shows."""
+    version and data folder its hook sees are the ones `hooks/list` shows, and the model reads the guard's refusal
+    in the same words from the bare CLI as through the sidecar (the plugin named on a line of its own)."""
     import json
     import os
     import subprocess
@@ -178,6 +179,21 @@ async def test_the_bundled_cli_resolves_the_same_root_version_and_data_folder(tm
     [entry] = json.loads(listed.stdout)["trust"]["plugins"]
     assert (entry["root"], entry["version"]) == (cli_plugin["path"], cli_plugin["version"])
     assert {(c["root"], c["data"]) for c in cli_calls} == {(entry["root"], entry["dataDir"])}
+
+    def refusal(requests: list[dict]) -> str:
+        [block] = tool_results(requests[1])
+        assert block.get("is_error") is True
+        return result_text(block)
+
+    cli_requests = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    cli_words = refusal([r for r in cli_requests if r["has_tools"]])
+    assert cli_words.endswith(f"\nThis hook comes from the guard@{MARKETPLACE} plugin.")
+    async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"),
+                       env=claude_env(config)) as run:
+        sid = (await run.new_session(SCENARIO))["sessionId"]
+        await run.prompt(sid, "clean up")
+        await run.end(sid)
+    assert refusal(run.model_requests(SCENARIO)) == cli_words
 
 
 async def test_a_held_back_plugin_is_kept_out_of_the_bundled_cli_by_the_flag_settings_orion_gives_it(
