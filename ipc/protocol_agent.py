@@ -22,6 +22,18 @@ StopReason = Union[KnownStopReason, str]
 SandboxMode = Literal["auto", "required", "off"]
 
 
+# Claude Code's names for an agent and a team (its Agent tool's `name` pattern): no '@', no control characters.
+AgentName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
+
+
+class Teammate(WireModel):
+    """The session works as one named member of an agent team the app runs (Claude Code's agent teams): its CLI
+    starts as that teammate, and Claude Code's TeammateIdle hooks run each time it is about to go idle."""
+
+    name: AgentName
+    team: AgentName
+
+
 class SessionOptions(WireModel):
     """How a session runs, beyond where: the same in Orion's `session/new` and `session/prepare` and in ACP's
     `_meta.orion`."""
@@ -42,6 +54,9 @@ class SessionOptions(WireModel):
     # `--maintenance`): an app's "set this project up" or "maintenance" action. Not for session/prepare (a prepared
     # CLI runs no hook) and not remembered for a later load.
     setup: Literal["init", "maintenance"] | None = None
+    # A member of an agent team the app runs (the CLI's `--agent-id <name>@<team> --agent-name --team-name`):
+    # remembered for a later load. The app's to set; nothing in a project can.
+    teammate: Teammate | None = None
 
 
 class SessionPrepareParams(SessionOptions):

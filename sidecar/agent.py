@@ -166,6 +166,8 @@ class AgentConfig:
     disabled_plugins: list[str] = field(default_factory=list)
     # The client's other workspace folders (ACP `additionalDirectories`): the CLI's `--add-dir`.
     add_dirs: list[str] = field(default_factory=list)
+    # A member of an agent team the app runs ({"name", "team"}): the CLI starts as that teammate.
+    teammate: dict[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -417,10 +419,22 @@ class AgentSession:
             # later request and resume, "even when a later launch passes different text" (2.1.330's own help): a
             # client's instructions given again on load or fork would be ignored. With the client's words in the
             # prompt, it is rendered from this launch's options instead.
-            extra_args={"system-prompt-snapshot": "off"} if cfg.system_prompt or cfg.system_prompt_append else {},
+            extra_args=self._extra_args(),
             cli_path=cli_path,
             stderr=lambda line: log.debug("cli[%s]: %s", cfg.session_id, line),
         )
+
+    def _extra_args(self) -> dict[str, str | None]:
+        cfg = self.config
+        args: dict[str, str | None] = {}
+        if cfg.system_prompt or cfg.system_prompt_append:
+            args["system-prompt-snapshot"] = "off"
+        if cfg.teammate:
+            # Claude Code's own teammate launch (a team's member process): with it the CLI fires TeammateIdle as the
+            # session is about to go idle, with `teammate_name` and `team_name` (measured on 2.1.330).
+            name, team = cfg.teammate["name"], cfg.teammate["team"]
+            args.update({"agent-id": f"{name}@{team}", "agent-name": name, "team-name": team})
+        return args
 
     def _flag_settings(self) -> str:
         """NO_SETTINGS_HOOKS plus the sandbox and the plugins held back: flag settings outrank project and local ones,

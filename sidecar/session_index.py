@@ -25,7 +25,7 @@ MAX_SESSIONS = 500
 TITLE_MAX = 120
 # The options a loaded session starts with again (a client may override them in `_meta.orion`).
 KEPT_OPTIONS = ("model", "vaultDir", "permissionMode", "allowedTools", "systemPrompt", "systemPromptAppend", "sandbox",
-                "settingSources", "builtinHooks")
+                "settingSources", "builtinHooks", "teammate")
 
 
 def _now() -> str:

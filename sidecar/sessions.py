@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pydantic
 
 from hooks import builtin as builtin_hooks
 from hooks.hookset import HookSet, load_hookset
@@ -226,6 +227,8 @@ class SessionRequest:
     system_prompt: str | None = None
     system_prompt_append: str | None = None
     setup: str | None = None  # Claude Code's Setup trigger for this start ("init" or "maintenance"), or none
+    # A member of an agent team the app runs: {"name": ..., "team": ...} (ipc.protocol_agent.Teammate), or none.
+    teammate: dict[str, str] | None = None
     sandbox_mode: str | None = None
     setting_sources: list[str] | None = None
     builtin: bool | frozenset[str] = True
@@ -244,6 +247,15 @@ class SessionRequest:
                 raise InvalidParams(f"additionalDirectories must be absolute paths: {value!r}",
                                     data={"additionalDirectories": additional_dirs})
             roots.append(existing_dir(value, "additionalDirectories"))
+        if options.get("teammate") is not None:
+            # Checked here too: a load takes it from the session index, a file.
+            from ipc.protocol_agent import Teammate
+
+            try:
+                options["teammate"] = Teammate.model_validate(options["teammate"]).model_dump()
+            except pydantic.ValidationError as exc:
+                raise InvalidParams("teammate: name and team are Claude Code agent names (letters, digits, '_' and "
+                                    "'-', at most 64)", data={"teammate": str(exc.errors()[0]["msg"])}) from None
         return cls(project=project,
                    vault=existing_dir(vault_dir, "vaultDir") if vault_dir is not None else None,
                    builtin=builtin_selection(builtin_hooks), sandbox_mode=sandbox,
@@ -255,6 +267,7 @@ class SessionRequest:
                      "model": self.model, "permissionMode": self.permission_mode,
                      "allowedTools": list(self.allowed_tools or []), "systemPrompt": self.system_prompt,
                      "systemPromptAppend": self.system_prompt_append, "setup": self.setup,
+                     "teammate": self.teammate,
                      "sandbox": self.sandbox_mode, "settingSources": self.setting_sources,
                      "builtin": sorted(self.builtin) if isinstance(self.builtin, frozenset) else self.builtin,
                      "mcpServers": self.mcp_servers or {}, "client": self.client_capabilities or {},
@@ -327,6 +340,7 @@ class SessionManager:
         system_prompt: str | None = None,
         system_prompt_append: str | None = None,
         setup: str | None = None,
+        teammate: dict[str, str] | None = None,
         sandbox: str | None = None,
         setting_sources: list[str] | None = None,
         builtin_hooks: bool | list[str] | None = None,
@@ -344,7 +358,7 @@ class SessionManager:
         request = SessionRequest.of(project_dir, vault_dir=vault_dir, builtin_hooks=builtin_hooks, sandbox=sandbox,
                                     model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                                     system_prompt=system_prompt, system_prompt_append=system_prompt_append,
-                                    setup=setup, setting_sources=setting_sources,
+                                    setup=setup, teammate=teammate, setting_sources=setting_sources,
                                     mcp_servers=mcp_servers, client_capabilities=client_capabilities,
                                     additional_dirs=additional_dirs)
         sid = session_id or str(uuid.uuid4())
@@ -363,7 +377,7 @@ class SessionManager:
         options = {"model": model, "vaultDir": vault_dir, "permissionMode": permission_mode,
                    "allowedTools": allowed_tools, "systemPrompt": system_prompt,
                    "systemPromptAppend": system_prompt_append, "sandbox": sandbox,
-                   "settingSources": setting_sources, "builtinHooks": builtin_hooks}
+                   "settingSources": setting_sources, "builtinHooks": builtin_hooks, "teammate": teammate}
         lease = await anyio.to_thread.run_sync(self._remember, sid, str(request.project), options)
         if lease is not None:
             self._leases[sid] = lease
@@ -532,6 +546,10 @@ class SessionManager:
         # Decided before any hook runs: a session that cannot have the sandbox it was asked for never starts.
         cli_env, sandbox = await anyio.to_thread.run_sync(functools.partial(
             confine, env, hookset, project, data_dir, sandbox_mode, roots=request.roots))
+        if request.teammate:
+            # Claude Code runs a team member's turn ends (TeammateIdle) only with agent teams on (measured: without
+            # it a `--agent-id` process fires Stop alone).
+            cli_env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"] = "1"
         config_dir = cli_config_dir(cli_env)
         report_plugins(sid, hookset, config_dir, settings["sources"])
         if resume:
@@ -634,6 +652,7 @@ class SessionManager:
             hook_events=callback_events(hookset),
             disabled_plugins=sorted(hookset.held_back_plugins()),
             add_dirs=[str(r) for r in request.roots],
+            teammate=request.teammate,
             resume=fork_from.session_id if fork_from is not None else (sid if resume else None),
             fork=fork_from is not None,
         )
@@ -1170,7 +1189,8 @@ def _as_new_kwargs(options: dict[str, Any]) -> dict[str, Any]:
             "permission_mode": options.get("permissionMode"), "allowed_tools": options.get("allowedTools"),
             "system_prompt": options.get("systemPrompt"), "system_prompt_append": options.get("systemPromptAppend"),
             "sandbox": options.get("sandbox"),
-            "setting_sources": options.get("settingSources"), "builtin_hooks": options.get("builtinHooks")}
+            "setting_sources": options.get("settingSources"), "builtin_hooks": options.get("builtinHooks"),
+            "teammate": options.get("teammate")}
 
 
 def _restored_options(known: dict[str, Any], overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -17,6 +17,7 @@ from acp import RequestError, image_block, resource_link_block, text_block
 from acp.schema import McpServerStdio
 
 from tests.acp.conftest import RecordingClient, acp_sidecar, model, project
+from tests.waiting import until
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.cli, pytest.mark.slow]
 
@@ -623,6 +624,40 @@ async def test_setup_in_meta_orion_runs_the_projects_setup_hooks_with_its_trigge
     [call] = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     assert call["hook_event_name"] == "Setup" and call["trigger"] == "maintenance"
     assert call["session_id"] == session.session_id and not Path(f"{log}.init").exists()
+
+
+async def test_a_teammate_session_runs_teammate_idle_hooks_and_stays_a_teammate_when_loaded(tmp_path: Path) -> None:
+    """An app that runs an agent team: `_meta.orion.teammate` starts the session's CLI as that team member, so the
+    project's TeammateIdle hooks run as its turn ends (after Stop, as in Claude Code), with its name and team; a load
+    of the session keeps it one. A name Claude Code would not take is refused with its path."""
+    project_dir = project(tmp_path, "notes")
+    log = project_dir / "idle-calls.jsonl"
+    (project_dir / ".claude").mkdir()
+    (project_dir / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"TeammateIdle": [
+        {"hooks": [{"type": "command", "command": f"cat >> '{log}' && echo >> '{log}'"}]}]}}))
+    client = RecordingClient()
+    async with acp_sidecar(client, tmp_path) as (conn, init):
+        await trust(conn, project_dir)
+        for bad in ({"name": "a@b", "team": "crew"}, {"name": "helper"}, {"name": "-x", "team": "crew"}):
+            with pytest.raises(RequestError) as refused:
+                await conn.new_session(cwd=str(project_dir), mcp_servers=[],
+                                       orion={"model": model("plain"), "teammate": bad})
+            assert refused.value.code == -32602, bad
+            assert refused.value.data["errors"][0]["loc"][:3] == ["_meta", "orion", "teammate"], bad
+        session = await conn.new_session(cwd=str(project_dir), mcp_servers=[],
+                                         orion={"model": model("plain"), "teammate": {"name": "helper",
+                                                                                       "team": "crew"}})
+        assert (await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])).stop_reason == "end_turn"
+        await until(log.exists, 30, "the TeammateIdle hook ran")
+        await conn.ext_method("orion/session/end", {"sessionId": session.session_id})
+        await conn.load_session(cwd=str(project_dir), mcp_servers=[], session_id=session.session_id,
+                                orion={"model": model("plain")})
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("and again")])
+        await until(lambda: len(log.read_text().strip().splitlines()) >= 2, 30, "the loaded session's TeammateIdle hook ran")
+    calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert [(c["hook_event_name"], c["teammate_name"], c["team_name"]) for c in calls] == \
+        [("TeammateIdle", "helper", "crew")] * 2
+    assert {c["session_id"] for c in calls} == {session.session_id}
 
 
 async def test_auto_mode_is_a_mode_the_cli_runs_and_its_denials_reach_hooks_and_the_user(tmp_path: Path) -> None:

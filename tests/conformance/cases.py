@@ -54,6 +54,10 @@ class Case:
     # `_meta.orion.setup` (what a desktop app's "set up this project" or "maintenance" action sends)
     setup: str | None = None
     permission_mode: str | None = None  # the session's permission mode (both runs), e.g. "auto"
+    # (name, team): the session works as a member of an agent team; the reference CLI starts as Claude Code starts a
+    # teammate's process (`--agent-id name@team --agent-name name --team-name team`), the sidecar's session with
+    # `teammate`
+    teammate: tuple[str, str] | None = None
 
     def settings(self, probe_command: str) -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
@@ -311,6 +315,13 @@ CASES += [
          turns=[[{"tool_use": {"name": "TaskCreate", "input": {"subject": "Write the notes",
                                                                  "description": "Put the notes in notes.txt"}}}], FINAL],
          allowed_tools=("Bash", "TaskCreate", "TaskUpdate", "TaskList")),
+    # A member of an agent team (the session started as Claude Code starts a teammate's process): TeammateIdle as its
+    # turn ends; exit 2 keeps it working, the hook's stderr as its feedback
+    Case("event_teammate_idle", {"TeammateIdle": [(None, ["idle"])], "Stop": [(None, ["stop"])]},
+         teammate=("helper", "crew"), turns=[FINAL], settle_s=3.0),
+    Case("event_teammate_idle_exit2", {"TeammateIdle": [(None, ["idle"])]},
+         {"idle": {"exit": 2, "stderr": "the task list still has work for you", "first_only": True}},
+         teammate=("helper", "crew"), turns=[FINAL, "Second answer."], settle_s=3.0),
     Case("event_worktree_create", {"WorktreeCreate": [(None, ["create"])], "WorktreeRemove": [(None, ["remove"])]},
          {"create": {"stdout": "<PROJECT>/wt"}},
          turns=[[{"tool_use": {"name": "EnterWorktree", "input": {"name": "feature-x"}}}],
@@ -453,6 +464,8 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
     "post_decision_block": ('from command: \\"callback\\"', "the CLI names an SDK callback \"callback\""),
     "stop_decision_block": ("Stop:Callback hook blocking error", "the CLI names an SDK callback \"callback\""),
     "stop_exit2_continues_once": ("Stop:Callback hook blocking error",
+                                  "for a callback's block the CLI adds a system message beside the feedback"),
+    "event_teammate_idle_exit2": ("TeammateIdle:Callback hook blocking error",
                                   "for a callback's block the CLI adds a system message beside the feedback"),
     "ups_plain_stdout": ("UserPromptSubmit hook additional context: context from hook",
                          "a callback cannot give plain stdout: it arrives as additional context"),

@@ -118,10 +118,12 @@ async def run_cli(case: Case, root: Path) -> Observation:
     server = ScriptedServer(scenario, root / "requests.jsonl")
     env = dict(OFFLINE, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model-offline", HOME=str(home),
                CLAUDE_CONFIG_DIR=str(home / ".claude"))
+    if case.teammate:
+        env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"] = "1"  # a team member's process runs with agent teams on
     options = ClaudeAgentOptions(
         cwd=str(project), env=env, allowed_tools=list(case.allowed_tools), setting_sources=["project"],
         system_prompt={"type": "preset", "preset": "claude_code"}, session_id=str(uuid.uuid4()), cli_path=cli_path(),
-        can_use_tool=refuse, extra_args={case.setup: None} if case.setup else {},
+        can_use_tool=refuse, extra_args=_cli_args(case),
         permission_mode=case.permission_mode,  # type: ignore[arg-type]
     )
     result: dict[str, Any] = {"stop_reason": None, "subtype": "no-result-record"}
@@ -140,6 +142,14 @@ async def run_cli(case: Case, root: Path) -> Observation:
     finally:
         server.close()
     return _observe(project, root / "requests.jsonl", result)
+
+
+def _cli_args(case: Case) -> dict[str, str | None]:
+    args: dict[str, str | None] = {case.setup: None} if case.setup else {}
+    if case.teammate:
+        name, team = case.teammate
+        args.update({"agent-id": f"{name}@{team}", "agent-name": name, "team-name": team})
+    return args
 
 
 async def _mcp_ready(case: Case, project: Path) -> None:
@@ -198,6 +208,7 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
                 "projectDir": str(project), "model": f"scripted:{scenario}", "allowedTools": list(case.allowed_tools),
                 # the reference CLI runs unsandboxed: compare hooks, not the sandbox's own prompt text
                 "sandbox": "off", **({"setup": case.setup} if case.setup else {}),
+                **({"teammate": dict(zip(("name", "team"), case.teammate))} if case.teammate else {}),
                 **({"permissionMode": case.permission_mode} if case.permission_mode else {})})
             sid = created["sessionId"]
             await _mcp_ready(case, project)
@@ -242,6 +253,8 @@ _TOOLU = re.compile(r"toolu_[A-Za-z0-9_]+")
 _SUBAGENT_DURATION = re.compile(r"duration_ms: \d+")  # in a subagent's hand-back to the model
 _AGENT_ID = re.compile(r"\ba[0-9a-f]{16}\b")  # a subagent's id (agent_id, agentId: in its tool result)
 _TRANSCRIPTS = re.compile(r"<ROOT>/[^\"\\ ]*?/\.claude/projects/[^/\"\\ ]+/")
+# An agent team's files, under the CLI's config dir (the same two places): named in a teammate's system prompt.
+_TEAMS = re.compile(r"<ROOT>/(?:home|orion-data/cli-home/<UUID>)/\.claude/teams/")
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b")
 # Claude Code's system prompt names the day: goldens recorded yesterday must still compare today.
 TODAY = re.compile(r"Today's date is \d{4}-\d{2}-\d{2}\.")
@@ -270,6 +283,7 @@ def normalise(obs: dict[str, Any], root: Path) -> dict[str, Any]:
     text = _SUBAGENT_DURATION.sub("duration_ms: <N>", text)
     # The CLI's transcripts live under its config dir: the test's home for the bare CLI, Orion's per-session one.
     text = _TRANSCRIPTS.sub("<TRANSCRIPTS>/", text)
+    text = _TEAMS.sub("<CLAUDE_CONFIG_DIR>/teams/", text)
     text = machine_neutral(text)
     data = json.loads(text)
     for call in data["hook_calls"]:

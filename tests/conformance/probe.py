@@ -4,7 +4,7 @@ Invoked as `python3 <project>/.claude/hooks/probe.py <tag>`. It appends one JSON
 line to `probe.log.jsonl` beside itself: the tag, the parsed stdin, the
 environment variables Claude Code documents for hooks, and the working
 directory. Then it looks its tag up in `behaviours.json` beside itself and
-sleeps, prints stdout/stderr (or, with `echo_argv`, its own arguments as
+sleeps, prints stdout/stderr (with `first_only`, only on its first call) (or, with `echo_argv`, its own arguments as
 additional context), appends `export` lines to `$CLAUDE_ENV_FILE`, and exits
 as told. Standard library only: it runs under both the CLI and the
 sidecar.
@@ -36,6 +36,11 @@ def main() -> int:
     how = behaviours.get(tag, {})
     if how.get("unless_stop_hook_active") and isinstance(stdin, dict) and stdin.get("stop_hook_active"):
         how = {}  # what a well-written Stop hook does: block once, then let the agent stop
+    if how.get("first_only"):
+        # the same for an event whose input has no stop_hook_active (TeammateIdle): only the tag's first call
+        lines = (HERE / "probe.log.jsonl").read_text(encoding="utf-8").splitlines()
+        if sum(json.loads(line).get("tag") == tag for line in lines if line.strip()) > 1:
+            how = {}
     if how.get("sleep"):
         time.sleep(how["sleep"])
     if how.get("env_file") and os.environ.get("CLAUDE_ENV_FILE"):

@@ -899,6 +899,7 @@ export interface OrionSessionOptions {
   settingSources?: ("user" | "project" | "local")[] | null;
   builtinHooks?: boolean | string[] | null;
   setup?: "init" | "maintenance" | null;
+  teammate?: Teammate | null;
 }
 
 export interface PermissionCancelled {
@@ -950,6 +951,12 @@ export interface SetModeParams {
   _meta?: Record<string, unknown> | null;
   sessionId: string;
   modeId: string;
+}
+
+/** The session works as one named member of an agent team the app runs (Claude Code's agent teams): its CLI starts as that teammate, and Claude Code's TeammateIdle hooks run each time it is about to go idle. */
+export interface Teammate {
+  name: string;
+  team: string;
 }
 
 export interface TextContentInput {
