@@ -147,6 +147,22 @@ class SessionContextParams(WireModel):
     active_file: Annotated[str, Field(max_length=4096)] | None = None
 
 
+class SessionRegisterRootParams(WireModel):
+    """Register a folder inside the session's project (or one of its additional directories) as a working-directory
+    root of its own, as Claude Code's SDK `register_repo_root` does (a nested repository of a monorepo): the
+    project's DirectoryAdded hooks run with `source: "register_repo_root"`."""
+
+    session_id: str
+    directory: Annotated[str, Field(max_length=4096)]
+    # Load the folder's CLAUDE.md into the session, as the CLI does for its working directories (only in a session
+    # that reads the project's settings: a trusted project's).
+    reload_claude_md: bool = False
+
+
+class SessionRegisterRootResult(WireModel):
+    directory: str  # the root as the CLI registered it (resolved, absolute)
+
+
 class SessionCancelResult(WireModel):
     cancelled: bool
 

@@ -86,6 +86,9 @@ METHODS: dict[str, MethodSpec] = dict([
     _m("session/context", "SessionContextParams", "Empty",
        "Tell the session what the user has open in the editor (paths): the `ambient-context` hook, when the user "
        "turned it on, gives it to the agent with each prompt."),
+    _m("session/registerRoot", "SessionRegisterRootParams", "SessionRegisterRootResult",
+       "Register a folder inside the session's project (or an additional directory) as a working-directory root of "
+       "its own (Claude Code's `register_repo_root`): its DirectoryAdded hooks run."),
     _m("session/prompt", "SessionPromptParams", "SessionPromptResult",
        "Run one prompt to completion; `session/update` events stream meanwhile. A prompt sent while one runs waits "
        "its turn (-31003 past 16 waiting)."),

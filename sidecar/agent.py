@@ -700,6 +700,17 @@ class AgentSession:
 
         query._handle_control_request = handle_with_elicitation
 
+    async def register_root(self, directory: str, *, reload_claude_md: bool = False) -> str:
+        """Add `directory` as a working-directory root of the running CLI (its `register_repo_root` control request):
+        the CLI checks it lies strictly inside its cwd or a launch `--add-dir`, and fires DirectoryAdded (through
+        the session's callback) with source "register_repo_root". Returns the root as the CLI resolved it."""
+        if self._client is None:
+            raise AgentNotStarted("start() the session first")
+        query = self._client._query  # noqa: SLF001 - the SDK we pin has no method for this control request
+        answer = await query._send_control_request({"subtype": "register_repo_root", "directory": directory,
+                                                    "reload_claude_md": reload_claude_md})
+        return str((answer or {}).get("directory") or directory)
+
     async def call_mcp_tool(self, server: str, tool: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Call a tool of one of this session's MCP servers over the CLI's own connection to it (its `mcp_call`
         control request): the server instance, approval and sign-in the agent's calls have. For mcp_tool hooks."""

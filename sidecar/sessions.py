@@ -950,6 +950,32 @@ class SessionManager:
             await self.set_effort(session_id, "default")  # the new model has no such level: the CLI chooses again
         return session
 
+    async def register_root(self, session_id: str, directory: str, *, reload_claude_md: bool = False) -> str:
+        """A folder inside the session's project or one of its additional directories becomes a working-directory
+        root of its own (the CLI's `register_repo_root`); the DirectoryAdded hooks run. Only such a folder: it is
+        already inside what the session may work on (and, with an OS boundary, inside the box), so nothing widens."""
+        session = self.live(session_id)
+        path = Path(directory)
+        if not path.is_absolute():
+            raise InvalidParams(f"directory must be an absolute path: {directory!r}", data={"directory": directory})
+        resolved = existing_dir(directory, "directory")
+        roots = [session.project_dir.resolve(), *(Path(r).resolve() for r in session.agent.config.add_dirs)]
+        if not any(resolved != root and resolved.is_relative_to(root) for root in roots):
+            raise InvalidParams("directory must lie strictly inside the session's project or one of its additional "
+                                "directories (Claude Code's rule for a registered root)",
+                                data={"directory": directory, "roots": [str(r) for r in roots]})
+        if reload_claude_md and "project" not in (session.settings.get("sources") or []):
+            raise InvalidParams("reloadClaudeMd: this session does not read the project's settings and memory files "
+                                "(the project is not trusted, or settingSources leaves them out)",
+                                data={"directory": directory, "settingSources": session.settings.get("sources")})
+        try:
+            return await session.agent.register_root(str(resolved), reload_claude_md=reload_claude_md)
+        except Exception as exc:  # noqa: BLE001 - the CLI's control error names what it refused
+            message = str(exc)
+            if "register_repo_root" in message or "working directory" in message:
+                raise InvalidParams(message, data={"directory": directory}) from None
+            raise
+
     async def set_effort(self, session_id: str, level: str) -> Session:
         """Set the reasoning effort of the session's next requests (the user's choice); "default" gives the choice
         back to the CLI (its settings' `effortLevel`, else the model's own)."""

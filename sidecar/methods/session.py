@@ -46,6 +46,12 @@ def register(app: SidecarApp) -> None:
         session.context.state[CLIENT_CONTEXT] = {"openFiles": list(params.open_files), "activeFile": params.active_file}
         return p.Empty()
 
+    @app.method("session/registerRoot")
+    async def session_register_root(params: p.SessionRegisterRootParams,
+                                    call: CallContext) -> p.SessionRegisterRootResult:
+        return p.SessionRegisterRootResult(directory=await session_manager(app).register_root(
+            params.session_id, params.directory, reload_claude_md=params.reload_claude_md))
+
     @app.method("session/prompt")
     async def session_prompt(params: p.SessionPromptParams, call: CallContext) -> dict:
         result = await session_manager(app).prompt(params.session_id, params.prompt)

@@ -58,6 +58,10 @@ class Case:
     # teammate's process (`--agent-id name@team --agent-name name --team-name team`), the sidecar's session with
     # `teammate`
     teammate: tuple[str, str] | None = None
+    # a folder of the project (relative; made if missing) registered as a working-directory root before the first
+    # prompt: the reference through the SDK's `register_repo_root` control request, the sidecar's session with
+    # `session/registerRoot`
+    register_root: str | None = None
 
     def settings(self, probe_command: str) -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
@@ -322,6 +326,11 @@ CASES += [
     Case("event_teammate_idle_exit2", {"TeammateIdle": [(None, ["idle"])]},
          {"idle": {"exit": 2, "stderr": "the task list still has work for you", "first_only": True}},
          teammate=("helper", "crew"), turns=[FINAL, "Second answer."], settle_s=3.0),
+    # A nested folder registered as a working-directory root (a monorepo's package): DirectoryAdded, its matcher
+    # tested against the source (a slash_command group stays silent)
+    Case("event_directory_added", {"DirectoryAdded": [("register_repo_root", ["added"]),
+                                                      ("slash_command", ["slash"])]},
+         register_root="packages/api", turns=[FINAL], settle_s=2.0),
     Case("event_worktree_create", {"WorktreeCreate": [(None, ["create"])], "WorktreeRemove": [(None, ["remove"])]},
          {"create": {"stdout": "<PROJECT>/wt"}},
          turns=[[{"tool_use": {"name": "EnterWorktree", "input": {"name": "feature-x"}}}],

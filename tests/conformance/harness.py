@@ -69,6 +69,8 @@ def prepare(case: Case, root: Path) -> tuple[Path, Path]:
         shutil.copy(MCP_PROBE, hooks / "mcp_probe.py")
         servers = {"probe": {"command": sys.executable, "args": [str(hooks / "mcp_probe.py")]}}
         (project / ".mcp.json").write_text(json.dumps({"mcpServers": servers}, indent=2))
+    if case.register_root:
+        (project / case.register_root).mkdir(parents=True, exist_ok=True)
     for relative, text in case.files.items():
         (project / relative).parent.mkdir(parents=True, exist_ok=True)
         (project / relative).write_text(text)
@@ -131,6 +133,9 @@ async def run_cli(case: Case, root: Path) -> Observation:
         with anyio.fail_after(RUN_TIMEOUT_S):
             async with ClaudeSDKClient(options) as client:
                 await _mcp_ready(case, project)
+                if case.register_root:
+                    await client._query._send_control_request(  # noqa: SLF001 - no SDK method for it
+                        {"subtype": "register_repo_root", "directory": str(project / case.register_root)})
                 for prompt in (case.prompt, *case.then):
                     await client.query(prompt)
                     async for message in client.receive_response():
@@ -212,6 +217,9 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
                 **({"permissionMode": case.permission_mode} if case.permission_mode else {})})
             sid = created["sessionId"]
             await _mcp_ready(case, project)
+            if case.register_root:
+                await client.request("session/registerRoot", {"sessionId": sid,
+                                                              "directory": str(project / case.register_root)})
             for prompt in (case.prompt, *case.then):
                 try:
                     answer = await client.request("session/prompt", {"sessionId": sid, "prompt": prompt},

@@ -572,6 +572,10 @@ export interface SessionPrepareResult {
   expiresInS: number;
 }
 
+export interface SessionRegisterRootResult {
+  directory: string;
+}
+
 export interface SetConfigOptionResult {
   _meta?: Record<string, unknown>;
   configOptions: ConfigOptionSelect[];
@@ -939,6 +943,13 @@ export interface SessionEndParams {
   reason?: string;
 }
 
+/** Register a folder inside the session's project (or one of its additional directories) as a working-directory root of its own, as Claude Code's SDK `register_repo_root` does (a nested repository of a monorepo): the project's DirectoryAdded hooks run with `source: "register_repo_root"`. */
+export interface SessionRegisterRootParams {
+  sessionId: string;
+  directory: string;
+  reloadClaudeMd?: boolean;
+}
+
 /** ACP `session/set_config_option`: `configId` `model` switches the model the session's next turns use. */
 export interface SetConfigOptionParams {
   _meta?: Record<string, unknown> | null;
@@ -992,6 +1003,7 @@ export interface AcpMethods {
   "_orion/ping": { params: Empty; result: Empty };
   "_orion/shutdown": { params: Empty; result: null };
   "_orion/session/context": { params: SessionContextParams; result: Empty };
+  "_orion/session/registerRoot": { params: SessionRegisterRootParams; result: SessionRegisterRootResult };
   "_orion/session/end": { params: SessionEndParams; result: SessionEndResult };
   "_orion/hooks/list": { params: HookScope; result: HooksListResult };
   "_orion/hooks/reload": { params: HookScope; result: HooksListResult };

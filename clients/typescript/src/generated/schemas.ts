@@ -17,6 +17,7 @@ export const RESULT_SCHEMAS: Readonly<Record<string, string>> = {
   "_session/steering": "AcpSteeringResult",
   "_orion/ping": "Empty",
   "_orion/session/context": "Empty",
+  "_orion/session/registerRoot": "SessionRegisterRootResult",
   "_orion/session/end": "SessionEndResult",
   "_orion/hooks/list": "HooksListResult",
   "_orion/hooks/reload": "HooksListResult",
