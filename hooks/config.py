@@ -61,6 +61,9 @@ class PromptHookConfig(_EntryBase):
     type: Literal["prompt"]
     prompt: str = Field(min_length=1)
     model: str | None = None
+    # Claude Code's: an `ok: false` ends the turn unless this is true (Stop and SubagentStop always go on, with the
+    # reason as feedback).
+    continueOnBlock: bool = False
 
 
 class AgentHookConfig(_EntryBase):

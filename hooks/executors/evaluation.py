@@ -153,20 +153,38 @@ def _blocking_output(event: str, reason: str) -> HookOutput | None:
     return None
 
 
-def evaluation_report(event: str, evaluation: Evaluation, raw: str) -> ExecutionReport:
+# Events whose prompt hook judges whether the agent may stop: its "no" is feedback, never the end of the turn.
+_STOP_EVENTS = frozenset({"Stop", "SubagentStop"})
+
+
+def evaluation_report(event: str, evaluation: Evaluation, raw: str, *, kind: str = "prompt",
+                      template: str | None = None, continue_on_block: bool = False) -> ExecutionReport:
     """Turn a verdict into what the runner interprets.
 
     `ok: true` carries no decision at all: like Claude Code, it lets the action proceed
     without granting it, so permission rules and prompts still apply. `ok: false` blocks in
-    the event's own terms (a blocking error as well on blocking events); on events that
-    cannot be blocked it is reported as a system message and nothing more.
+    the event's own terms (a blocking error as well on blocking events), worded as Claude Code
+    2.1.330 words it (`[<the hook's prompt>]: <reason>` for a prompt hook, `Agent hook condition
+    was not met: <reason>` for an agent hook); a prompt hook's "no" also ends the turn, as in
+    Claude Code, except on Stop and SubagentStop or with `continueOnBlock`. On events that cannot
+    be blocked an agent hook's "no" is reported as a system message and nothing more.
     """
     if evaluation.ok:
         return ExecutionReport(status="ok", stdout=raw)
-    reason = evaluation.reason or "the hook's condition was not met"
-    output = _blocking_output(event, reason)
-    if output is None:
-        return ExecutionReport(status="ok", stdout=raw, output=HookOutput(systemMessage=reason))
+    given = evaluation.reason or "the hook's condition was not met"
+    if kind == "prompt":
+        reason = f"[{template}]: {given}" if template else given
+    else:
+        reason = f"Agent hook condition was not met: {given}"
+    ends_turn = kind == "prompt" and event not in _STOP_EVENTS and not continue_on_block
+    blocks = _blocking_output(event, reason)
+    output = blocks if blocks is not None else HookOutput(systemMessage=reason)
+    if ends_turn:
+        # The answer itself carries the end of the turn: a blocking error would drop it (as exit 2 drops stdout).
+        output = output.model_copy(update={"continue_": False, "stopReason": given})
+        return ExecutionReport(status="ok", stdout=raw, stderr=reason, output=output)
+    if blocks is None:
+        return ExecutionReport(status="ok", stdout=raw, output=output)
     # On blocking events the runner reads a blocking error like exit 2, with stderr as the
     # reason; on PostToolUse (already ran) only the `decision: "block"` output feeds the reason back.
     blocking = event in EXIT2_BLOCKS
@@ -220,7 +238,8 @@ async def evaluate(call: HookCall, kind: str, ask: Callable[[str], Awaitable[str
             status="error", error=f"{kind} hook: {type(exc).__name__}: {exc}", traceback=traceback.format_exc()
         )
     try:
-        return evaluation_report(call.event, parse_evaluation(raw), raw)
+        return evaluation_report(call.event, parse_evaluation(raw), raw, kind=kind, template=template,
+                                 continue_on_block=bool(hook_setting(call.hook, "continueOnBlock", False)))
     except UnparseableAnswer as exc:
         return unparseable_report(exc)
 

@@ -62,6 +62,8 @@ class Case:
     # prompt: the reference through the SDK's `register_repo_root` control request, the sidecar's session with
     # `session/registerRoot`
     register_root: str | None = None
+    # the scripted model's rules (tried before the turns): a prompt or agent hook's judge answers by them
+    rules: list[dict[str, Any]] = field(default_factory=list)
 
     def settings(self, probe_command: str) -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
@@ -80,7 +82,8 @@ class Case:
         return {**self.extra_settings, "hooks": hooks}
 
     def scenario(self) -> dict[str, Any]:
-        return {"name": self.name, "turns": list(self.turns), "default": self.default, "side_reply": "Scripted title"}
+        return {"name": self.name, "turns": list(self.turns), "default": self.default, "side_reply": "Scripted title",
+                **({"rules": list(self.rules)} if self.rules else {})}
 
 
 def _entry(probe_command: str, tag: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +102,7 @@ def _entry(probe_command: str, tag: str, fields: dict[str, Any]) -> dict[str, An
             value = value.replace(token, text)
         return value
 
-    if fields.get("type") == "mcp_tool":
+    if fields.get("type") in ("mcp_tool", "prompt", "agent", "http"):
         return {k: fill(v) for k, v in fields.items()}
     return {"type": "command", "command": f"{probe_command} {tag}", **{k: fill(v) for k, v in fields.items()}}
 
@@ -107,6 +110,32 @@ def _entry(probe_command: str, tag: str, fields: dict[str, Any]) -> dict[str, An
 def _exec(*args: str, **more: Any) -> dict[str, Any]:
     """Exec form: the interpreter as `command`, the probe script and the tag first in `args`."""
     return {"command": "<python>", "args": ["<script>", "<tag>", *args], **more}
+
+
+JUDGE_MARK = "CONFORMANCE-JUDGE"
+
+
+def _judge(kind: str, **more: Any) -> dict[str, Any]:
+    """A `prompt` (or `agent`) hook whose question carries a mark the scripted model's rules answer by."""
+    return {"type": kind, "prompt": f"{JUDGE_MARK}: is this safe to do? $ARGUMENTS", **more}
+
+
+def _verdict(ok: bool, reason: str, *, once: bool = False) -> dict[str, Any]:
+    """The scripted model's rule answering a judge's question (a request without tools that carries the mark)."""
+    return {"name": "judge", "when": {"any_message_contains": JUDGE_MARK, "has_tools": False},
+            "reply": json.dumps({"ok": ok, "reason": reason}), "once": once}
+
+
+def _agent_verdict(ok: bool, reason: str) -> list[dict[str, Any]]:
+    """The scripted model's rules for an `agent` hook's judge: Claude Code's asks for the verdict through its
+    StructuredOutput tool, Orion's for a final JSON text (each asked by its own system prompt)."""
+    verdict = {"ok": ok, "reason": reason}
+    return [{"name": "cli-agent-judge", "when": {"any_message_contains": JUDGE_MARK,
+                                                 "system_contains": "hook in Claude Code. Your task is to evaluate"},
+             "reply": [{"tool_use": {"name": "StructuredOutput", "input": verdict}}]},
+            {"name": "orion-agent-judge", "when": {"any_message_contains": JUDGE_MARK,
+                                                   "system_contains": "verification subagent run by a hook"},
+             "reply": json.dumps(verdict)}]
 
 
 def _mcp(**more: Any) -> dict[str, Any]:
@@ -405,6 +434,16 @@ CASES += [
 
 CASES += [
     # ---------------------------------------------------------------- mcp_tool hooks (docs/HOOKS.md "mcp_tool")
+    # ---------------------------------------------------------------- prompt, agent and http hooks
+    Case("prompt_hook_blocks", {"PreToolUse": [("Bash", ["judge"])]},
+         entries={"judge": _judge("prompt")}, rules=[_verdict(False, "the judge says this command is not safe")]),
+    Case("prompt_hook_allows", {"PreToolUse": [("Bash", ["judge"])]},
+         entries={"judge": _judge("prompt")}, rules=[_verdict(True, "fine by the judge")]),
+    Case("prompt_hook_stop_continues", {"Stop": [(None, ["judge"])]},
+         entries={"judge": _judge("prompt")}, rules=[_verdict(False, "the tests were not run yet", once=True)],
+         turns=[FINAL, "Second answer."]),
+    Case("agent_hook_blocks", {"PreToolUse": [("Bash", ["judge"])]},
+         entries={"judge": _judge("agent")}, rules=_agent_verdict(False, "the agent found no test for this")),
     Case("mcp_tool_deny", {"PreToolUse": [("Bash", ["judge"])]},
          {"judge": {"answer": _hso("PreToolUse", permissionDecision="deny",
                                    permissionDecisionReason="the MCP judge says no")}},
@@ -476,6 +515,8 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
                                   "for a callback's block the CLI adds a system message beside the feedback"),
     "event_teammate_idle_exit2": ("TeammateIdle:Callback hook blocking error",
                                   "for a callback's block the CLI adds a system message beside the feedback"),
+    "prompt_hook_stop_continues": ("Stop:Callback hook blocking error",
+                                   "for a callback's block the CLI adds a system message beside the feedback"),
     "ups_plain_stdout": ("UserPromptSubmit hook additional context: context from hook",
                          "a callback cannot give plain stdout: it arrives as additional context"),
     "session_start_plain": ("SessionStart:startup hook success",

@@ -236,6 +236,13 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
 # --------------------------------------------------------------------------- observing
 
 
+def _judge_request(body: dict[str, Any]) -> bool:
+    from tests.conformance.cases import JUDGE_MARK
+
+    first = next((m for m in body.get("messages") or [] if m.get("role") == "user"), None)
+    return first is not None and JUDGE_MARK in json.dumps(first.get("content"))
+
+
 def _observe(project: Path, request_log: Path, result: dict[str, Any]) -> Observation:
     calls = []
     log = project / ".claude" / "hooks" / "probe.log.jsonl"
@@ -246,7 +253,9 @@ def _observe(project: Path, request_log: Path, result: dict[str, Any]) -> Observ
         for line in request_log.read_text().splitlines():
             record = json.loads(line)
             body = record.get("body") or {}
-            if body.get("tools"):  # main-loop requests only: side requests (titles) are the CLI's own business
+            # main-loop requests only: side requests (titles) and an agent hook's own conversation (its first
+            # question carries the judge's mark) are the implementation's business; what the model reads after is not
+            if body.get("tools") and not _judge_request(body):
                 requests.append(body.get("messages") or [])
     files = sorted(str(p.relative_to(project)) for p in project.rglob("*")
                    if p.is_file() and ".claude" not in p.relative_to(project).parts)

@@ -40,7 +40,9 @@ async def test_ok_false_on_stop_blocks_with_the_reason() -> None:
     client = FakeModelClient('I read the log.\n{"ok": false, "reason": "2 tests fail in test_api.py"}')
     report = await run(client, make_call(agent_hook(), event="Stop"))
     assert report.status == "ok" and report.blocking_error
-    assert report.output.to_json_dict() == {"decision": "block", "reason": "2 tests fail in test_api.py"}
+    # Claude Code 2.1.330's words for an agent hook's "no" (its hook runner); the turn goes on either way
+    worded = "Agent hook condition was not met: 2 tests fail in test_api.py"
+    assert report.output.to_json_dict() == {"decision": "block", "reason": worded}
 
 
 @pytest.mark.asyncio
@@ -48,7 +50,9 @@ async def test_ok_false_on_pre_tool_use_denies() -> None:
     client = FakeModelClient('{"ok": false, "reason": "no migration file"}')
     report = await run(client, make_call(agent_hook(), event="PreToolUse"))
     assert report.output.hookSpecificOutput.permissionDecision == "deny"
-    assert report.output.hookSpecificOutput.permissionDecisionReason == "no migration file"
+    assert report.output.hookSpecificOutput.permissionDecisionReason == \
+        "Agent hook condition was not met: no migration file"
+    assert report.output.continue_ is None and report.blocking_error
 
 
 @pytest.mark.asyncio

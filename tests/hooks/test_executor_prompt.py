@@ -114,11 +114,23 @@ async def test_ok_true_lets_the_action_proceed_without_granting_permission() -> 
 async def test_ok_false_on_pre_tool_use_denies_with_the_reason() -> None:
     answer = 'Looking at it...\n```json\n{"ok": false, "reason": "deletes the build tree"}\n```\nDone.'
     report = await run(FakeModelClient(answer), make_call(prompt_hook()))
-    assert report.status == "ok" and report.blocking_error
+    assert report.status == "ok"
     specific = report.output.hookSpecificOutput
     assert (specific.hookEventName, specific.permissionDecision) == ("PreToolUse", "deny")
-    assert specific.permissionDecisionReason == "deletes the build tree"
+    # Claude Code 2.1.330's words (conformance case prompt_hook_blocks): the hook's prompt as written, then the reason
+    assert specific.permissionDecisionReason == "[Is this command safe? $ARGUMENTS]: deletes the build tree"
+    # ...and the turn ends there, as in Claude Code (the answer carries it: not a blocking error, which drops it)
+    assert (report.output.continue_, report.output.stopReason) == (False, "deletes the build tree")
+    assert not report.blocking_error
     assert report.stdout == answer
+
+
+@pytest.mark.asyncio
+async def test_continue_on_block_denies_and_lets_the_turn_go_on() -> None:
+    report = await run(FakeModelClient('{"ok": false, "reason": "deletes the build tree"}'),
+                       make_call(prompt_hook(continueOnBlock=True)))
+    assert report.output.hookSpecificOutput.permissionDecision == "deny"
+    assert report.output.continue_ is None and report.blocking_error
 
 
 @pytest.mark.asyncio
@@ -126,9 +138,16 @@ async def test_ok_false_on_pre_tool_use_denies_with_the_reason() -> None:
 async def test_ok_false_blocks_with_a_decision_on_decision_events(event: str) -> None:
     report = await run(FakeModelClient('{"ok": false, "reason": "tests still fail"}'), make_call(prompt_hook(), event=event))
     assert report.status == "ok"
-    assert report.output.to_json_dict() == {"decision": "block", "reason": "tests still fail"}
-    # PostToolUse already ran its tool: the block feeds the reason back, it is not an exit-2 style error.
-    assert report.blocking_error == (event != "PostToolUse")
+    worded = "[Is this command safe? $ARGUMENTS]: tests still fail"
+    if event in ("Stop", "SubagentStop"):
+        # the agent goes on with the reason as feedback (conformance case prompt_hook_stop_continues)
+        assert report.output.to_json_dict() == {"decision": "block", "reason": worded}
+        assert report.blocking_error and report.stderr == worded
+    else:
+        # elsewhere Claude Code also ends the turn
+        assert report.output.to_json_dict() == {"decision": "block", "reason": worded, "continue": False,
+                                                "stopReason": "tests still fail"}
+        assert not report.blocking_error
 
 
 @pytest.mark.asyncio
@@ -136,7 +155,8 @@ async def test_ok_false_on_an_advisory_event_is_reported_not_enforced() -> None:
     report = await run(FakeModelClient('{"ok": false, "reason": "odd"}'), make_call(prompt_hook(), event="Notification"))
     assert report.status == "ok"
     assert not report.blocking_error
-    assert report.output.to_json_dict() == {"systemMessage": "odd"}
+    assert report.output.to_json_dict() == {"systemMessage": "[Is this command safe? $ARGUMENTS]: odd",
+                                            "continue": False, "stopReason": "odd"}
 
 
 @pytest.mark.asyncio
@@ -313,7 +333,7 @@ async def test_runner_turns_ok_false_into_the_events_decision(
     with anyio.fail_after(10):
         async with running(project.load(), executors=default_llm_executors(client)) as runner:
             result = await runner.fire(event, payload, session(project))
-    assert (result.decision, result.reason) == (decision, "too risky")
+    assert (result.decision, result.reason) == (decision, "[Judge $ARGUMENTS]: too risky")
     assert [r.outcome for r in result.results] == ["blocked"]
     assert event in client.calls[0]["prompt"]  # the payload (with hook_event_name) reached the model
 
