@@ -78,6 +78,9 @@ class HttpHookConfig(_EntryBase):
     url: str = Field(min_length=1)
     headers: dict[str, str] = Field(default_factory=dict)
     allowedEnvVars: list[str] = Field(default_factory=list)
+    # Claude Code's: a failed call (unreachable, a non-2xx status, not JSON, a timeout) blocks what the event guards
+    # with "block"; "continue" (the default) lets it through. Any other value reads as "block", as in the CLI.
+    onFailure: str | None = None
 
 
 class McpToolHookConfig(_EntryBase):

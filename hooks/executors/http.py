@@ -6,6 +6,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from urllib.parse import urlsplit, urlunsplit
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -14,8 +15,9 @@ if TYPE_CHECKING:  # httpx (~25 ms, its CLI module pulls click and pygments) loa
     import httpx
 
 from hooks.executors.evaluation import hook_setting
+from hooks.executors.mcp_tool import blocks_on_failure
 from hooks.interpret import parse_stdout
-from hooks.types import ExecutionReport, HookCall
+from hooks.types import ExecutionReport, HookCall, HookOutput
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -89,6 +91,12 @@ class HttpExecutor:
         return headers
 
     async def run(self, call: HookCall) -> ExecutionReport:
+        report = await self._run(call)
+        if report.status in ("error", "timeout") and blocks_on_failure(hook_setting(call.hook, "onFailure"), call.event):
+            return blocking_failure(call, report)
+        return report
+
+    async def _run(self, call: HookCall) -> ExecutionReport:
         url = hook_setting(call.hook, "url")
         if not url:
             return ExecutionReport(status="error", error="http hook has no url")
@@ -100,8 +108,12 @@ class HttpExecutor:
                 return await self._exchange(url, body, self._headers(call.hook), call.timeout_s)
         except (TimeoutError, httpx.TimeoutException):
             return ExecutionReport(status="timeout", error=f"no complete reply from {url} within {call.timeout_s:g} s")
+        except httpx.ConnectError as exc:
+            return ExecutionReport(status="error", error=f"POST {url} failed: {type(exc).__name__}: {exc}",
+                                   stderr=_refused(url) if _is_refusal(exc) else f"{type(exc).__name__}: {exc}")
         except httpx.HTTPError as exc:
-            return ExecutionReport(status="error", error=f"POST {url} failed: {type(exc).__name__}: {exc}")
+            return ExecutionReport(status="error", error=f"POST {url} failed: {type(exc).__name__}: {exc}",
+                                   stderr=f"{type(exc).__name__}: {exc}")
 
     async def _exchange(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> ExecutionReport:
         async with self.client.stream("POST", url, content=body, headers=headers, timeout=timeout_s) as response:
@@ -112,9 +124,81 @@ class HttpExecutor:
         if not response.is_success:
             shown = text.strip()[:_ERROR_BODY_SHOWN]
             error = f"HTTP {response.status_code} from {url}" + (f": {shown}" if shown else "")
-            return ExecutionReport(status="error", stderr=text, error=error)
-        # A 2xx body means what a command hook's stdout means, so it is read by the same parser.
+            # stderr: what Claude Code names as the cause when onFailure blocks (the server's body left out)
+            return ExecutionReport(status="error", stderr=f"HTTP {response.status_code} from {url}", error=error)
+        # A 2xx body is a command hook's JSON answer, read by the same parser; an empty body is an empty answer. Unlike
+        # a command's stdout, plain text is no answer at all: Claude Code 2.1.330 refuses it as a hook error
+        # ("HTTP hook must return JSON"), so it never becomes context (conformance case http_hook_plain_body).
         output, plain, problem = parse_stdout(text)
         if problem is not None:
             return ExecutionReport(status="error", stdout=text, error=f"{problem} (reply from {url})")
-        return ExecutionReport(status="ok", stdout=text, output=output, text=plain)
+        if output is None and plain and plain.strip():
+            shown = plain.strip()[:_ERROR_BODY_SHOWN]
+            return ExecutionReport(status="error", stdout=text, stderr="HTTP hook must return JSON",
+                                   error=f"HTTP hook must return JSON, but {url} answered with plain text: {shown}")
+        return ExecutionReport(status="ok", stdout=text, output=output)
+
+
+# --------------------------------------------------------------------------- onFailure: "block"
+
+
+def url_label(url: str) -> str | None:
+    """The hook's URL as Claude Code names it in what the model reads: no user, password, query or fragment, no
+    trailing "/". None for a URL that is not plain http(s) or that carried any of those (a place a secret sits):
+    then the cause is withheld too."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    netloc = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+    if ":" in (parts.hostname or ""):
+        netloc = f"[{parts.hostname}]" + (f":{parts.port}" if parts.port is not None else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", "")).rstrip("/")
+
+
+WITHHELD_CAUSE = ("Error details are hidden because they may contain this hook's URL, and any secrets in it can't be "
+                  "reliably removed.")
+
+
+def blocking_failure(call: HookCall, report: ExecutionReport) -> ExecutionReport:
+    """A failed call of a hook with `onFailure: "block"`, in Claude Code 2.1.330's words (conformance cases
+    http_hook_error_blocks, http_hook_unreachable_blocks): `[<url>]: failed; blocking because onFailure is "block"`
+    and the cause on the next line; "timed out" for a timeout. A URL that carried credentials, a query or a fragment
+    is named by its bare address and its cause withheld."""
+    url = hook_setting(call.hook, "url") or ""
+    label = url_label(url)
+    plain = urlsplit(url) if label is not None else None
+    shown = label if plain is not None and not (plain.username or plain.password or plain.query or plain.fragment) \
+        else None
+    what = "timed out" if report.status == "timeout" else "failed"
+    cause = "" if report.status == "timeout" else (report.stderr or "").strip()
+    if cause and shown is None:
+        cause = WITHHELD_CAUSE
+    elif cause and url and shown is not None:
+        cause = cause.replace(url, shown)
+    reason = f"[{label or 'http hook'}]: {what}; blocking because onFailure is \"block\"" + (f"\n{cause}" if cause else "")
+    if call.event == "PermissionRequest":  # exit 2 means nothing there: the block is a deny of the request
+        output = HookOutput.model_validate({"hookSpecificOutput": {"hookEventName": call.event,
+                                                                   "decision": {"behavior": "deny",
+                                                                                "message": reason}}})
+        return ExecutionReport(status="ok", exit_code=0, output=output, error=report.error)
+    return ExecutionReport(status="ok", exit_code=2, blocking_error=True, stderr=reason, error=report.error)
+
+
+def _is_refusal(exc: Exception) -> bool:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause) \
+                or getattr(cause, "errno", None) == 111:
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _refused(url: str) -> str:
+    """Node's words for a refused connection, which Claude Code passes on: `connect ECONNREFUSED <host>:<port>`."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    return f"connect ECONNREFUSED {parts.hostname}:{port}"

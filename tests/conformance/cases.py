@@ -65,13 +65,18 @@ class Case:
     # the scripted model's rules (tried before the turns): a prompt or agent hook's judge answers by them
     rules: list[dict[str, Any]] = field(default_factory=list)
 
-    def settings(self, probe_command: str) -> dict[str, Any]:
+    @property
+    def http(self) -> bool:
+        """Some hook of the case posts to the HTTP probe (tests/conformance/http_probe.py)."""
+        return any(entry.get("type") == "http" for entry in self.entries.values())
+
+    def settings(self, probe_command: str, http_url: str = "") -> dict[str, Any]:
         hooks: dict[str, list[dict[str, Any]]] = {}
         for event, groups in self.hooks.items():
             for matcher, tags in groups:
                 entries = []
                 for tag in tags:
-                    entry: dict[str, Any] = _entry(probe_command, tag, self.entries.get(tag, {}))
+                    entry: dict[str, Any] = _entry(probe_command, tag, self.entries.get(tag, {}), http_url)
                     if tag in self.timeouts:
                         entry["timeout"] = self.timeouts[tag]
                     entries.append(entry)
@@ -86,9 +91,10 @@ class Case:
                 **({"rules": list(self.rules)} if self.rules else {})}
 
 
-def _entry(probe_command: str, tag: str, fields: dict[str, Any]) -> dict[str, Any]:
+def _entry(probe_command: str, tag: str, fields: dict[str, Any], http_url: str = "") -> dict[str, Any]:
     """A probe's hook entry: shell form `<probe> <tag>` unless `fields` say otherwise. In their strings `<python>`,
-    `<script>` (the probe's two words), `<probe>` and `<tag>` are filled in; `args` makes the entry exec form."""
+    `<script>` (the probe's two words), `<probe>`, `<tag>` and `<http>` (the HTTP probe's address) are filled in;
+    `args` makes the entry exec form."""
     python, script = probe_command.split(" ", 1)
 
     def fill(value: Any) -> Any:
@@ -98,7 +104,8 @@ def _entry(probe_command: str, tag: str, fields: dict[str, Any]) -> dict[str, An
             return {k: fill(v) for k, v in value.items()}
         if not isinstance(value, str):
             return value
-        for token, text in (("<python>", python), ("<script>", script), ("<probe>", probe_command), ("<tag>", tag)):
+        for token, text in (("<python>", python), ("<script>", script), ("<probe>", probe_command), ("<tag>", tag),
+                            ("<http>", http_url)):
             value = value.replace(token, text)
         return value
 
@@ -136,6 +143,13 @@ def _agent_verdict(ok: bool, reason: str) -> list[dict[str, Any]]:
             {"name": "orion-agent-judge", "when": {"any_message_contains": JUDGE_MARK,
                                                    "system_contains": "verification subagent run by a hook"},
              "reply": json.dumps(verdict)}]
+
+
+def _http(*, port_closed: bool = False, **more: Any) -> dict[str, Any]:
+    """An `http` entry posting to the HTTP probe under the tag (tests/conformance/http_probe.py); `port_closed`: to a
+    port nothing listens on."""
+    url = "http://127.0.0.1:9/hook/<tag>" if port_closed else "<http>/hook/<tag>"
+    return {"type": "http", "url": url, **more}
 
 
 def _mcp(**more: Any) -> dict[str, Any]:
@@ -444,6 +458,25 @@ CASES += [
          turns=[FINAL, "Second answer."]),
     Case("agent_hook_blocks", {"PreToolUse": [("Bash", ["judge"])]},
          entries={"judge": _judge("agent")}, rules=_agent_verdict(False, "the agent found no test for this")),
+    Case("http_hook_deny", {"PreToolUse": [("Bash", ["web"])]},
+         {"web": {"http_body": _hso("PreToolUse", permissionDecision="deny",
+                                    permissionDecisionReason="the policy server says no")}},
+         entries={"web": _http()}),
+    Case("http_hook_context", {"UserPromptSubmit": [(None, ["web"])], "PostToolUse": [("Bash", ["post"])]},
+         {"web": {"http_body": _hso("UserPromptSubmit", additionalContext="context from the policy server")},
+          "post": {"http_body": _hso("PostToolUse", additionalContext="the server saw the command")}},
+         entries={"web": _http(), "post": _http()}),
+    Case("http_hook_error_status_continues", {"PreToolUse": [("Bash", ["web"])]},
+         {"web": {"http_status": 500, "http_body": "the policy server fell over"}}, entries={"web": _http()}),
+    Case("http_hook_error_blocks", {"PreToolUse": [("Bash", ["web"])]},
+         {"web": {"http_status": 500, "http_body": "the policy server fell over"}},
+         entries={"web": _http(onFailure="block")}),
+    Case("http_hook_unreachable_blocks", {"PreToolUse": [("Bash", ["web"])]},
+         entries={"web": _http(port_closed=True, onFailure="block")}),
+    Case("http_hook_plain_body", {"PreToolUse": [("Bash", ["web"])], "UserPromptSubmit": [(None, ["ups"])]},
+         {"web": {"http_body": "plain words, not JSON"}, "ups": {"http_body": "plain words for the prompt"}},
+         entries={"web": _http(), "ups": _http()}),
+    Case("http_hook_unreachable", {"PreToolUse": [("Bash", ["web"])]}, entries={"web": _http(port_closed=True)}),
     Case("mcp_tool_deny", {"PreToolUse": [("Bash", ["judge"])]},
          {"judge": {"answer": _hso("PreToolUse", permissionDecision="deny",
                                    permissionDecisionReason="the MCP judge says no")}},

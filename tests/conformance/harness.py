@@ -25,6 +25,7 @@ import yaml
 
 from sidecar.permissions import USER_REJECTED
 from tests.conformance.cases import Case
+from tests.conformance.http_probe import HttpProbe
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).resolve().with_name("probe.py")
@@ -54,7 +55,7 @@ def cli_path() -> str:
 # --------------------------------------------------------------------------- set-up
 
 
-def prepare(case: Case, root: Path) -> tuple[Path, Path]:
+def prepare(case: Case, root: Path, http_url: str = "") -> tuple[Path, Path]:
     """A fresh project with the probe and the case's settings, and the scenario file; returns (project, scenario)."""
     if root.exists():
         shutil.rmtree(root)
@@ -64,7 +65,7 @@ def prepare(case: Case, root: Path) -> tuple[Path, Path]:
     shutil.copy(PROBE, hooks / "probe.py")
     (hooks / "behaviours.json").write_text(json.dumps(case.behaviours))
     command = f"{sys.executable} {hooks / 'probe.py'}"
-    (project / ".claude" / "settings.json").write_text(json.dumps(case.settings(command), indent=2))
+    (project / ".claude" / "settings.json").write_text(json.dumps(case.settings(command, http_url), indent=2))
     if case.mcp:
         shutil.copy(MCP_PROBE, hooks / "mcp_probe.py")
         servers = {"probe": {"command": sys.executable, "args": [str(hooks / "mcp_probe.py")]}}
@@ -114,7 +115,8 @@ async def run_cli(case: Case, root: Path) -> Observation:
             await anyio.sleep(case.permission_delay_s)
         return PermissionResultDeny(message=USER_REJECTED)
 
-    project, scenario = prepare(case, root)
+    http = _http_probe(case, root)
+    project, scenario = prepare(case, root, http.url if http else "")
     home = root / "home"
     (home / ".claude").mkdir(parents=True)
     server = ScriptedServer(scenario, root / "requests.jsonl")
@@ -146,7 +148,17 @@ async def run_cli(case: Case, root: Path) -> Observation:
                     await anyio.sleep(case.settle_s)
     finally:
         server.close()
+    if http is not None:
+        http.__exit__(None, None, None)
     return _observe(project, root / "requests.jsonl", result)
+
+
+def _http_probe(case: Case, root: Path) -> HttpProbe | None:
+    """The case's HTTP probe, serving (and started); closed when the run's process exits (a daemon thread)."""
+    if not case.http:
+        return None
+    probe = HttpProbe(root / "project" / ".claude" / "hooks")
+    return probe.__enter__()
 
 
 def _cli_args(case: Case) -> dict[str, str | None]:
@@ -184,7 +196,8 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
     from hooks.builtin import builtin_registry
     from ipc.errors import RpcError
 
-    project, scenario = prepare(case, root)
+    http = _http_probe(case, root)
+    project, scenario = prepare(case, root, http.url if http else "")
     data = root / "orion-data"
     user_settings = root / "orion-user.json"
     builtin_names = sorted({h.name for h in builtin_registry(data_dir=data)})
@@ -230,6 +243,8 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
             if case.settle_s:
                 await anyio.sleep(case.settle_s)
             await client.request("session/end", {"sessionId": sid})
+    if http is not None:
+        http.__exit__(None, None, None)
     return _observe(project, log_dir / f"{scenario.stem}.jsonl", result)
 
 
@@ -272,6 +287,7 @@ _AGENT_ID = re.compile(r"\ba[0-9a-f]{16}\b")  # a subagent's id (agent_id, agent
 _TRANSCRIPTS = re.compile(r"<ROOT>/[^\"\\ ]*?/\.claude/projects/[^/\"\\ ]+/")
 # An agent team's files, under the CLI's config dir (the same two places): named in a teammate's system prompt.
 _TEAMS = re.compile(r"<ROOT>/(?:home|orion-data/cli-home/<UUID>)/\.claude/teams/")
+_HTTP_PROBE = re.compile(r"http://127\.0\.0\.1:\d+/")  # the HTTP probe's address, a free port per run
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b")
 # Claude Code's system prompt names the day: goldens recorded yesterday must still compare today.
 TODAY = re.compile(r"Today's date is \d{4}-\d{2}-\d{2}\.")
@@ -301,6 +317,7 @@ def normalise(obs: dict[str, Any], root: Path) -> dict[str, Any]:
     # The CLI's transcripts live under its config dir: the test's home for the bare CLI, Orion's per-session one.
     text = _TRANSCRIPTS.sub("<TRANSCRIPTS>/", text)
     text = _TEAMS.sub("<CLAUDE_CONFIG_DIR>/teams/", text)
+    text = _HTTP_PROBE.sub("http://127.0.0.1:<PORT>/", text)
     text = machine_neutral(text)
     data = json.loads(text)
     for call in data["hook_calls"]:

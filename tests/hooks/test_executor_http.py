@@ -243,12 +243,15 @@ async def test_garbage_json_body_is_an_error_not_a_decision() -> None:
 
 
 @pytest.mark.asyncio
-async def test_plain_text_and_empty_replies_succeed_like_command_stdout() -> None:
+async def test_a_plain_text_reply_is_a_hook_error_and_an_empty_one_an_empty_answer() -> None:
+    """Claude Code 2.1.330 takes only JSON from an http hook: plain words never become context (conformance case
+    http_hook_plain_body); an empty body is an empty answer."""
     with anyio.fail_after(10):
         async with hook_server() as server, executor() as ex:
             plain = await ex.run(make_call({"url": f"{server.url}/plain"}))
             empty = await ex.run(make_call({"url": f"{server.url}/empty"}))
-    assert (plain.status, plain.output, plain.text) == ("ok", None, "remember to run the linter")
+    assert (plain.status, plain.output, plain.text) == ("error", None, None)
+    assert "must return JSON" in plain.error and "remember to run the linter" in plain.error
     assert (empty.status, empty.output, empty.text) == ("ok", None, None)
 
 
@@ -316,7 +319,7 @@ async def test_one_shared_client_serves_concurrent_hooks() -> None:
             async with anyio.create_task_group() as tg:
                 for path in ("/allow", "/deny", "/error", "/plain"):
                     tg.start_soon(one, path)
-    assert sorted(reports) == ["error", "ok", "ok", "ok"]
+    assert sorted(reports) == ["error", "error", "ok", "ok"]  # /error, and /plain (not JSON)
     assert len(server.received) == 4
 
 
@@ -394,3 +397,36 @@ async def test_runner_enforces_http_deny_and_fails_open_on_errors_unless_fail_cl
     assert closed.decision == "deny"
     assert "strict-slow" in closed.reason
     assert [r.outcome for r in closed.results] == ["error", "timeout"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("path", "cause"), [("/error", "HTTP 500 from {url}/error"),
+                                             ("/plain", "HTTP hook must return JSON")])
+async def test_on_failure_block_blocks_with_the_clis_words(path: str, cause: str) -> None:
+    """`onFailure: "block"`: a failed call blocks in Claude Code 2.1.330's words (conformance cases
+    http_hook_error_blocks, http_hook_unreachable_blocks); the server's body stays out of them."""
+    with anyio.fail_after(10):
+        async with hook_server() as server, executor() as ex:
+            report = await ex.run(make_call({"url": f"{server.url}{path}", "onFailure": "block"}))
+    assert report.status == "ok" and report.blocking_error and report.exit_code == 2
+    assert report.stderr == (f'[{server.url}{path}]: failed; blocking because onFailure is "block"\n'
+                             + cause.format(url=server.url))
+
+
+@pytest.mark.asyncio
+async def test_on_failure_block_withholds_the_cause_of_a_url_that_carries_a_secret() -> None:
+    with anyio.fail_after(10):
+        async with hook_server() as server, executor() as ex:
+            url = server.url.replace("http://", "http://user:hunter2@") + "/error?token=s3cret"
+            report = await ex.run(make_call({"url": url, "onFailure": "block"}))
+    assert report.blocking_error
+    assert "hunter2" not in report.stderr and "s3cret" not in report.stderr
+    assert report.stderr.startswith(f"[{server.url}/error]: failed;") and "details are hidden" in report.stderr
+
+
+@pytest.mark.asyncio
+async def test_on_failure_block_is_ignored_where_the_cli_ignores_it() -> None:
+    with anyio.fail_after(10):
+        async with hook_server() as server, executor() as ex:
+            report = await ex.run(make_call({"url": f"{server.url}/error", "onFailure": "block"}, event="Stop"))
+    assert report.status == "error" and not report.blocking_error
