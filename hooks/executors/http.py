@@ -133,7 +133,7 @@ class HttpExecutor:
         if problem is not None:
             return ExecutionReport(status="error", stdout=text, error=f"{problem} (reply from {url})")
         if output is None and plain and plain.strip():
-            shown = plain.strip()[:_ERROR_BODY_SHOWN]
+            shown = "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in plain.strip()[:_ERROR_BODY_SHOWN])
             return ExecutionReport(status="error", stdout=text, stderr="HTTP hook must return JSON",
                                    error=f"HTTP hook must return JSON, but {url} answered with plain text: {shown}")
         return ExecutionReport(status="ok", stdout=text, output=output)

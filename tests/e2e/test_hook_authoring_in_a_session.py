@@ -50,5 +50,6 @@ async def test_hooks_test_on_one_hook_of_a_live_session_asks_the_sessions_model(
     [result] = got["results"]
     assert result["outcome"] == "blocked", result
     assert got["aggregate"]["decision"] == "deny"
-    assert got["aggregate"]["reason"] == "session judge: not while the release is frozen"
+    # Claude Code's words for a prompt hook's "no": the hook's prompt as written, then the model's reason
+    assert got["aggregate"]["reason"] == f"[{JUDGE['prompt']}]: session judge: not while the release is frozen"
     assert any("make release" in json.dumps(r["body"]["messages"]) for r in evaluations)

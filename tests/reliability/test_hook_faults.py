@@ -95,7 +95,9 @@ CASES = [
     Fault("http", "crash", "error", "POST http://127.0.0.1"),
     Fault("http", "invalid_json", "error", "hook printed invalid JSON"),
     Fault("http", "huge_json", "error", "larger than the 1048576-byte cap"),
-    Fault("http", "binary", "success"),
+    # Claude Code takes only JSON from an http hook: bytes that are not are a hook error (conformance case
+    # http_hook_plain_body)
+    Fault("http", "binary", "error", "HTTP hook must return JSON"),
 ]
 
 

@@ -115,7 +115,8 @@ async def test_a_prompt_hooks_evaluator_cli_holds_no_orion_secret_either(tmp_pat
         while not seen:
             for proc in psutil.Process(os.getpid()).children(recursive=True):
                 try:
-                    if proc.cmdline() and Path(proc.cmdline()[0]).name == "claude":
+                    argv = proc.cmdline()  # once: a process that ends between two reads has none the second time
+                    if argv and Path(argv[0]).name == "claude":
                         seen.update(proc.environ())
                         return
                 except psutil.Error:

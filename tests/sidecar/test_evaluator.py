@@ -115,10 +115,13 @@ async def test_prompt_hook_allows_through_the_cli(tmp_path: Path) -> None:
 async def test_prompt_hook_denies_with_the_models_reason(tmp_path: Path) -> None:
     async with rig({"rules": VERDICT_RULES}, tmp_path) as r:
         report = await run_prompt_hook(r, "rm -rf build")
-    assert report.status == "ok" and report.blocking_error
+    assert report.status == "ok"
     specific = report.output.hookSpecificOutput
     assert specific.permissionDecision == "deny"
-    assert specific.permissionDecisionReason == "rm -rf deletes the build tree"
+    # Claude Code's words (the hook's prompt as written, then the reason), and the turn ends there
+    assert specific.permissionDecisionReason == \
+        "[Is this Bash command safe to run? $ARGUMENTS]: rm -rf deletes the build tree"
+    assert report.output.continue_ is False
 
 
 @pytest.mark.asyncio
@@ -189,7 +192,8 @@ async def test_agent_hook_reads_the_project_and_blocks_stop(tmp_path: Path) -> N
         main = r.server.main_requests()
     assert report.status == "ok", report.error
     assert report.blocking_error
-    assert report.output.to_json_dict() == {"decision": "block", "reason": "3 tests failed in the last run"}
+    assert report.output.to_json_dict() == {
+        "decision": "block", "reason": "Agent hook condition was not met: 3 tests failed in the last run"}
     offered = {tool["name"] for tool in main[0].body["tools"]}
     assert offered == {"Read", "Grep", "Glob"}
 
@@ -215,7 +219,7 @@ async def test_agent_hook_cannot_write(tmp_path: Path) -> None:
         report = await run_agent_hook(r, project, "Please try to write a file")
     assert not forbidden.exists()
     assert report.status == "ok", report.error
-    assert report.output.reason == "could not use the tool"
+    assert report.output.reason == "Agent hook condition was not met: could not use the tool"
 
 
 @pytest.mark.asyncio
