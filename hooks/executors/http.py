@@ -15,9 +15,9 @@ if TYPE_CHECKING:  # httpx (~25 ms, its CLI module pulls click and pygments) loa
     import httpx
 
 from hooks.executors.evaluation import hook_setting
-from hooks.executors.mcp_tool import blocks_on_failure
+from hooks.executors.mcp_tool import blocking_report, blocks_on_failure
 from hooks.interpret import parse_stdout
-from hooks.types import ExecutionReport, HookCall, HookOutput
+from hooks.types import ExecutionReport, HookCall
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -142,20 +142,22 @@ class HttpExecutor:
 # --------------------------------------------------------------------------- onFailure: "block"
 
 
-def url_label(url: str) -> str | None:
-    """The hook's URL as Claude Code names it in what the model reads: no user, password, query or fragment, no
-    trailing "/". None for a URL that is not plain http(s) or that carried any of those (a place a secret sits):
-    then the cause is withheld too."""
+def url_label(url: str) -> tuple[str | None, bool]:
+    """The hook's URL as Claude Code names it in what the model reads (no user, password, query or fragment, no
+    trailing "/"), and whether the URL carried any of those (a place a secret sits: then the cause is withheld too).
+    (None, True) for a URL that is not plain http(s)."""
     try:
         parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
     except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return None
-    netloc = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
-    if ":" in (parts.hostname or ""):
-        netloc = f"[{parts.hostname}]" + (f":{parts.port}" if parts.port is not None else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", "")).rstrip("/")
+        return None, True
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        return None, True
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    label = urlunsplit((parts.scheme, netloc, parts.path, "", "")).rstrip("/")
+    return label, bool(parts.username or parts.password or parts.query or parts.fragment)
 
 
 WITHHELD_CAUSE = ("Error details are hidden because they may contain this hook's URL, and any secrets in it can't be "
@@ -167,24 +169,13 @@ def blocking_failure(call: HookCall, report: ExecutionReport) -> ExecutionReport
     http_hook_error_blocks, http_hook_unreachable_blocks): `[<url>]: failed; blocking because onFailure is "block"`
     and the cause on the next line; "timed out" for a timeout. A URL that carried credentials, a query or a fragment
     is named by its bare address and its cause withheld."""
-    url = hook_setting(call.hook, "url") or ""
-    label = url_label(url)
-    plain = urlsplit(url) if label is not None else None
-    shown = label if plain is not None and not (plain.username or plain.password or plain.query or plain.fragment) \
-        else None
+    label, secretive = url_label(hook_setting(call.hook, "url") or "")
     what = "timed out" if report.status == "timeout" else "failed"
     cause = "" if report.status == "timeout" else (report.stderr or "").strip()
-    if cause and shown is None:
+    if cause and secretive:
         cause = WITHHELD_CAUSE
-    elif cause and url and shown is not None:
-        cause = cause.replace(url, shown)
-    reason = f"[{label or 'http hook'}]: {what}; blocking because onFailure is \"block\"" + (f"\n{cause}" if cause else "")
-    if call.event == "PermissionRequest":  # exit 2 means nothing there: the block is a deny of the request
-        output = HookOutput.model_validate({"hookSpecificOutput": {"hookEventName": call.event,
-                                                                   "decision": {"behavior": "deny",
-                                                                                "message": reason}}})
-        return ExecutionReport(status="ok", exit_code=0, output=output, error=report.error)
-    return ExecutionReport(status="ok", exit_code=2, blocking_error=True, stderr=reason, error=report.error)
+    reason = f'[{label or "http hook"}]: {what}; blocking because onFailure is "block"' + (f"\n{cause}" if cause else "")
+    return blocking_report(call.event, reason, report.error)
 
 
 def _is_refusal(exc: Exception) -> bool:

@@ -140,10 +140,16 @@ class _Failure:
         error = f"{summary} ({detail})" if detail and detail not in words else summary
         if not self.blocks:
             return ExecutionReport(status=status, error=error)  # type: ignore[arg-type]
-        reason = BLOCKING_FAILURE + words
-        if self.event == "PermissionRequest":  # exit 2 means nothing there: the block is a deny of the request
-            decision = {"behavior": "deny", "message": f"[{self.label}]: {reason}"}
-            output = HookOutput.model_validate({"hookSpecificOutput": {"hookEventName": self.event,
-                                                                       "decision": decision}})
-            return ExecutionReport(status="ok", exit_code=0, output=output, error=error)
-        return ExecutionReport(status="ok", exit_code=2, blocking_error=True, stderr=reason, error=error)
+        return blocking_report(self.event, BLOCKING_FAILURE + words, error, label=self.label)
+
+
+def blocking_report(event: str, reason: str, error: str | None, *, label: str | None = None) -> ExecutionReport:
+    """A hook's failure that blocks (onFailure "block"): read like exit 2, `reason` on stderr (the runner puts
+    `[<label>]: ` before it where the hook has one); on PermissionRequest, where exit 2 means nothing, a deny of the
+    request with the same words."""
+    if event == "PermissionRequest":
+        message = f"[{label}]: {reason}" if label else reason
+        output = HookOutput.model_validate({"hookSpecificOutput": {"hookEventName": event,
+                                                                   "decision": {"behavior": "deny", "message": message}}})
+        return ExecutionReport(status="ok", exit_code=0, output=output, error=error)
+    return ExecutionReport(status="ok", exit_code=2, blocking_error=True, stderr=reason, error=error)
