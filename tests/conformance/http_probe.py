@@ -3,7 +3,7 @@ its case says.
 
 `POST /hook/<tag>` appends `{"tag", "stdin": <the posted JSON>, "cwd": "", "env": {}, "content_type"}` to
 `probe.log.jsonl` in the hooks folder it serves, then looks `<tag>` up in `behaviours.json` there: `http_status`
-(default 200) and `http_body` (a string as it is, anything else as JSON; default empty). One per run, on 127.0.0.1
+(default 200) and `http_body` (a string as it is, anything else as JSON; default empty), after `http_sleep` seconds. One per run, on 127.0.0.1
 and a free port; the same for the bare CLI and the sidecar.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ class HttpProbe:
                 raw = self.rfile.read(length).decode("utf-8", "replace")
                 tag = self.path.rsplit("/", 1)[-1]
                 probe.record(tag, raw, self.headers.get("Content-Type"))
-                status, body = probe.answer(tag)
+                status, body, sleep = probe.answer(tag)
+                if sleep:
+                    time.sleep(sleep)
                 data = body.encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json" if body[:1] in "{[" and body else "text/plain")
@@ -59,8 +62,9 @@ class HttpProbe:
         with open(self.hooks_dir / "probe.log.jsonl", "a", encoding="utf-8") as log:
             log.write(json.dumps(line) + "\n")
 
-    def answer(self, tag: str) -> tuple[int, str]:
+    def answer(self, tag: str) -> tuple[int, str, float]:
         behaviours = json.loads((self.hooks_dir / "behaviours.json").read_text())
         how = behaviours.get(tag, {})
         body = how.get("http_body", "")
-        return int(how.get("http_status", 200)), body if isinstance(body, str) else json.dumps(body)
+        return (int(how.get("http_status", 200)), body if isinstance(body, str) else json.dumps(body),
+                float(how.get("http_sleep", 0)))
