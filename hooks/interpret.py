@@ -72,7 +72,7 @@ def decision_of(result: HookResult, event: str) -> tuple[str | None, str | None]
     if result.outcome == "blocked" and result.output is None:
         # exit 2 (or an evaluator's {"ok": false}): stderr is the reason, after the command as Claude Code writes it
         # The stderr as written, its trailing newline included: Claude Code keeps it in what the model reads.
-        if result.hook_type == "command":
+        if result.hook_type == "command" and result.label:
             # Claude Code 2.1.330: `[<command>]: <stderr or "No stderr output">`, and for a plugin's hook the
             # plugin's id on a line of its own after it.
             reason = f"[{result.label}]: {result.stderr or 'No stderr output'}"
