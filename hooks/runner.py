@@ -21,6 +21,7 @@ from hooks.executors.python import PythonExecutor
 from hooks.hookset import TRUST_SOURCES, HookSet, HookSpec
 from hooks.manifest import argv_files, changed_pin, command_files
 from hooks.interpret import STOP_EVENTS, decision_of, make_result, updated_input_of
+from hooks.late_answers import late_answer
 from hooks.matchers import match_target
 from hooks.paths import data_dir as default_data_dir
 from hooks.paths import project_hash, validate_session_id
@@ -275,10 +276,24 @@ class HookRunner:
         # hook_started goes out before fire() returns; the run itself is not awaited
         execution_id = await self._announce(spec, event, session, tool_use_id)
         task = asyncio.get_running_loop().create_task(
-            self._execute(spec, event, payload, session, tool_use_id, execution_id)
+            self._run_background(spec, event, payload, session, tool_use_id, execution_id)
         )
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def _run_background(self, spec: HookSpec, event: str, payload: dict[str, Any], session: SessionContext,
+                              tool_use_id: str | None, execution_id: str) -> HookResult:
+        """One background hook; what its answer has for the model reaches it afterwards (hooks/late_answers.py)."""
+        result = await self._execute(spec, event, payload, session, tool_use_id, execution_id)
+        teller = session.late_answers
+        answer = late_answer(spec, result) if teller is not None else None
+        if teller is not None and answer is not None:
+            try:
+                await teller.tell_model(answer.text, wake=answer.wake)
+            except Exception:  # noqa: BLE001 - a session that went away must not fail the hook's own report
+                log.warning("session %s: the late answer of hook %r did not reach the model", session.session_id,
+                            spec.name, exc_info=True)
+        return result
 
     # ------------------------------------------------------------------ one execution
 

@@ -149,6 +149,15 @@ class McpCaller(Protocol):
         ...
 
 
+class ModelTeller(Protocol):
+    """Hands the session's model a text from no user (a background hook's late answer, hooks/late_answers.py)."""
+
+    async def tell_model(self, text: str, *, wake: bool) -> None:
+        """Into the running turn's next model request; with no turn running, into the next prompt's, or, with
+        ``wake``, into a turn of its own started now."""
+        ...
+
+
 class CommandBox(Protocol):
     """A session's boundary for command and python hooks (implemented by sidecar.hook_box.HookBox): `start`
     returns a sidecar.hook_box.BoxedProcess."""
@@ -180,6 +189,8 @@ class SessionContext:
     cli_config_dir: Path | None = None
     # The session's MCP connections, for mcp_tool hooks (None outside a session: those hooks then fail).
     mcp: McpCaller | None = None
+    # Where a background hook's late answer goes (the session's CLI); None: it reaches no model.
+    late_answers: ModelTeller | None = None
     # Where command hooks that run a project's code start inside the session's boundary (sidecar/hook_box.py);
     # None: no boundary, every hook runs as the sidecar's child.
     box: CommandBox | None = None

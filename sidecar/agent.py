@@ -639,6 +639,23 @@ class AgentSession:
         await transport.write(json.dumps(stamp_user_message(message, client._verbatim_prompts)) + "\n")  # noqa: SLF001
         return True
 
+    async def tell_model(self, text: str, *, wake: bool) -> None:
+        """A text from no user for the model (a background hook's late answer, hooks/late_answers.py). The CLI takes
+        a host's synthetic message into the running turn's next model request, framed as not the user's input
+        (`[MESSAGE FROM NON-USER SOURCE - NOT USER INPUT]`); with no turn running it waits for the next prompt
+        (`shouldQuery: false`) or, with ``wake``, starts a turn of its own, which the idle reader shows (measured on
+        2.1.330). Never a user's message: it cannot approve anything or pose as the user."""
+        client = self._client
+        if client is None or not self.alive:
+            log.info("session %s: a late hook answer found no CLI to tell", self.config.session_id)
+            return
+        message: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": text},
+                                   "parent_tool_use_id": None, "session_id": "default", "isSynthetic": True}
+        if not wake:
+            message["shouldQuery"] = False  # mid-turn it still joins the next request; idle, it starts no turn
+        transport = client._transport  # noqa: SLF001 - the SDK's query() cannot mark a message synthetic
+        await transport.write(json.dumps(message) + "\n")
+
     async def set_permission_mode(self, mode: str) -> None:
         if self._client is None:
             raise AgentNotStarted("start() the session first")

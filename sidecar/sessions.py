@@ -658,6 +658,7 @@ class SessionManager:
         )
         agent = AgentSession(config, bridge, HookedAsker(bridge, broker), on_update)
         context.mcp = agent  # mcp_tool hooks call the session's MCP servers through its CLI
+        context.late_answers = agent  # a background hook's answer reaches the model afterwards, as in Claude Code
         return Built(sid=sid, project=project, vault=vault, model=model, model_name=model_name, hookset=hookset,
                      settings=settings, sandbox=sandbox, context=context, runner=runner, agent=agent,
                      permission_mode=permission_mode, client_tools=client_tools,

@@ -64,6 +64,9 @@ class Case:
     register_root: str | None = None
     # the scripted model's rules (tried before the turns): a prompt or agent hook's judge answers by them
     rules: list[dict[str, Any]] = field(default_factory=list)
+    # seconds the user of both runs waits before each further prompt (`then`): a background hook's answer comes
+    # back between two prompts
+    pause_s: float = 0.0
 
     @property
     def http(self) -> bool:
@@ -328,6 +331,14 @@ CASES: list[Case] = [
     Case("command_async_rewake", {"PreToolUse": [("Bash", ["rewake"])]},
          {"rewake": {"exit": 2, "stderr": "the tests fail after that change"}},
          entries={"rewake": {"asyncRewake": True}}, turns=[[SLOW_BASH], FINAL, "Woken up."]),
+    # A background hook that answers after the turn ended: its context waits for the next prompt; an asyncRewake
+    # exit 2 wakes the model in a turn of its own (hooks/late_answers.py).
+    Case("command_async_context_between_prompts", {"PreToolUse": [("Bash", ["bg"])]},
+         {"bg": {"sleep": 2, "stdout": _hso("PreToolUse", additionalContext="came back after the turn")}},
+         entries={"bg": {"async": True}}, turns=[[BASH], FINAL, "Second answer."], then=("and now?",), pause_s=4),
+    Case("command_async_rewake_after_turn", {"PreToolUse": [("Bash", ["rewake"])]},
+         {"rewake": {"sleep": 2, "exit": 2, "stderr": "the build broke after the turn"}},
+         entries={"rewake": {"asyncRewake": True}}, turns=[[BASH], FINAL, "Woken up."], settle_s=6),
     Case("command_status_message", {"PreToolUse": [("Bash", ["status"])]},
          {"status": {"stdout": _hso("PreToolUse", additionalContext="checked")}},
          entries={"status": {"statusMessage": "Checking the command\u2026"}}),
@@ -567,14 +578,25 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
                                           "the CLI names an SDK callback \"callback\" in /compact's report"),
     "event_precompact_exit2_blocks": ("stop_reason: CLI None vs ours 'blocked'",
                                       "Orion tells the frontend a hook blocked the prompt"),
-    "command_async_context": ('"from the background"',
-                              "an async hook's answer that comes back before the next model request: the CLI puts it "
-                              "in that request; the sidecar runs the hook beside the CLI and has no way to add a "
-                              "message of its own to the CLI's request (docs/FIDELITY.md)"),
-    "command_async_rewake": ("[SYSTEM NOTIFICATION - NOT USER INPUT]",
-                             "an asyncRewake hook's exit 2: the CLI wakes the model with a notification; the sidecar "
-                             "reports the block to the user but cannot add it to the CLI's conversation "
-                             "(docs/FIDELITY.md)"),
+    "command_async_context": ('ours …"[MESSAGE FROM NON-USER SOURCE - NOT USER INPUT]\\nfrom the background"',
+                              "an async hook's answer reaches the model in the next request, as in the CLI, but "
+                              "through the SDK's synthetic message, which the CLI frames as not the user's input "
+                              "(the CLI's own attachment has no frame; docs/FIDELITY.md)"),
+    "command_async_rewake": ('ours …"[MESSAGE FROM NON-USER SOURCE - NOT USER INPUT]\\nStop hook blocking error from '
+                             'command \\"PreToolUse:Bash\\": the tests fail after that change"',
+                             "an asyncRewake hook's exit 2 reaches the model in the CLI's words, framed as a message "
+                             "from no user where the CLI frames it as a background task's notification (a host "
+                             "cannot send that frame; docs/FIDELITY.md)"),
+    "command_async_context_between_prompts": (
+        'ours …"[MESSAGE FROM NON-USER SOURCE - NOT USER INPUT]\\ncame back after the turn\\n"',
+        "an async answer that comes back after the turn reaches the model with the next prompt, as in the CLI; "
+        "the CLI puts it after the prompt as a system message, the SDK's synthetic message goes before it, framed "
+        "as not the user's input (docs/FIDELITY.md)"),
+    "command_async_rewake_after_turn": (
+        'ours …"[MESSAGE FROM NON-USER SOURCE - NOT USER INPUT]\\nStop hook blocking error from command '
+        '\\"PreToolUse:Bash\\": the build broke after the turn"',
+        "an asyncRewake exit 2 after the turn wakes the model in a turn of its own, as in the CLI, with the CLI's "
+        "words framed as a message from no user (docs/FIDELITY.md)"),
     # mcp_tool hooks (hooks/executors/mcp_tool.py)
     **{name: ("UserPromptSubmit hook additional context: UserPromptSubmit completed",
               "a callback cannot give plain output: the CLI's \"UserPromptSubmit completed\" arrives as additional "

@@ -9,6 +9,7 @@ must differ between two runs (temporary paths, generated ids, timing).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import sys
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -106,6 +108,11 @@ class ScriptedServer:
 async def run_cli(case: Case, root: Path) -> Observation:
     """The reference: the bundled CLI, started through the SDK as the sidecar starts it (streaming input, Claude
     Code's own system prompt, the same tool allow-list), reads the project's settings and runs the hooks itself."""
+    with _http_probe(case, root) as http:
+        return await _run_cli(case, root, http)
+
+
+async def _run_cli(case: Case, root: Path, http: HttpProbe | None) -> Observation:
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResultDeny, ResultMessage
 
     async def refuse(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
@@ -115,7 +122,6 @@ async def run_cli(case: Case, root: Path) -> Observation:
             await anyio.sleep(case.permission_delay_s)
         return PermissionResultDeny(message=USER_REJECTED)
 
-    http = _http_probe(case, root)
     project, scenario = prepare(case, root, http.url if http else "")
     home = root / "home"
     (home / ".claude").mkdir(parents=True)
@@ -138,7 +144,9 @@ async def run_cli(case: Case, root: Path) -> Observation:
                 if case.register_root:
                     await client._query._send_control_request(  # noqa: SLF001 - no SDK method for it
                         {"subtype": "register_repo_root", "directory": str(project / case.register_root)})
-                for prompt in (case.prompt, *case.then):
+                for number, prompt in enumerate((case.prompt, *case.then)):
+                    if number and case.pause_s:
+                        await anyio.sleep(case.pause_s)
                     await client.query(prompt)
                     async for message in client.receive_response():
                         if isinstance(message, ResultMessage):
@@ -148,17 +156,17 @@ async def run_cli(case: Case, root: Path) -> Observation:
                     await anyio.sleep(case.settle_s)
     finally:
         server.close()
-    if http is not None:
-        http.__exit__(None, None, None)
     return _observe(project, root / "requests.jsonl", result)
 
 
-def _http_probe(case: Case, root: Path) -> HttpProbe | None:
-    """The case's HTTP probe, serving (and started); closed when the run's process exits (a daemon thread)."""
+@contextlib.contextmanager
+def _http_probe(case: Case, root: Path) -> Iterator[HttpProbe | None]:
+    """The case's HTTP probe, serving for the run and closed after it, however the run ends; None without one."""
     if not case.http:
-        return None
-    probe = HttpProbe(root / "project" / ".claude" / "hooks")
-    return probe.__enter__()
+        yield None
+        return
+    with HttpProbe(root / "project" / ".claude" / "hooks") as probe:
+        yield probe
 
 
 def _cli_args(case: Case) -> dict[str, str | None]:
@@ -192,11 +200,15 @@ def _cli_result(stdout: str) -> dict[str, Any]:
 
 async def run_sidecar(case: Case, root: Path) -> Observation:
     """Ours: the same project through `python -m sidecar` (built-in hooks off, so both run the same hooks)."""
+    with _http_probe(case, root) as http:
+        return await _run_sidecar(case, root, http)
+
+
+async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None) -> Observation:
     from frontend_stub.client import SidecarClient
     from hooks.builtin import builtin_registry
     from ipc.errors import RpcError
 
-    http = _http_probe(case, root)
     project, scenario = prepare(case, root, http.url if http else "")
     data = root / "orion-data"
     user_settings = root / "orion-user.json"
@@ -233,7 +245,9 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
             if case.register_root:
                 await client.request("session/registerRoot", {"sessionId": sid,
                                                               "directory": str(project / case.register_root)})
-            for prompt in (case.prompt, *case.then):
+            for number, prompt in enumerate((case.prompt, *case.then)):
+                if number and case.pause_s:
+                    await anyio.sleep(case.pause_s)
                 try:
                     answer = await client.request("session/prompt", {"sessionId": sid, "prompt": prompt},
                                                   timeout=RUN_TIMEOUT_S)
@@ -243,8 +257,6 @@ async def run_sidecar(case: Case, root: Path) -> Observation:
             if case.settle_s:
                 await anyio.sleep(case.settle_s)
             await client.request("session/end", {"sessionId": sid})
-    if http is not None:
-        http.__exit__(None, None, None)
     return _observe(project, log_dir / f"{scenario.stem}.jsonl", result)
 
 
