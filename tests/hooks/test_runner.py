@@ -363,3 +363,58 @@ async def test_after_answer_bookkeeping_is_bounded_and_loses_nothing(project, ca
     assert recorded == list(range(total))
     assert any("events behind" in r.getMessage() for r in caplog.records)
     assert any("caught up" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.asyncio
+async def test_a_background_hooks_answer_reaches_the_model_afterwards(project):
+    """What an `async` hook answers goes to the session's model once it is in (no wake); an `asyncRewake` hook's
+    exit 2 wakes the model with Claude Code's words; a failed or empty answer and a foreground hook say nothing."""
+    told: list[tuple[str, bool]] = []
+    heard = anyio.Event()
+
+    class Teller:
+        async def tell_model(self, text: str, *, wake: bool) -> None:
+            told.append((text, wake))
+            if len(told) == 2:
+                heard.set()
+
+    answer = {"systemMessage": "lint: 2 warnings",
+              "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "see lint.log"}}
+    project.settings({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        cmd(f"echo '{json.dumps(answer)}'", name="lint", **{"async": True}),
+        cmd("echo 'tests fail' >&2; exit 2", name="tests", asyncRewake=True),
+        cmd("exit 1", name="broken", **{"async": True}),
+        cmd("true", name="quiet", **{"async": True}),
+        cmd(f"echo '{json.dumps(answer)}'", name="foreground"),
+    ]}]}})
+    project.trust()
+    with anyio.fail_after(30):
+        async with running(project.load()) as runner:
+            ctx = session(project, late_answers=Teller())
+            await runner.fire("PreToolUse", PRE_BASH, ctx)
+            await heard.wait()
+            await anyio.sleep(0.5)  # the failed and the quiet hook have had time to answer too
+    assert sorted(told) == [
+        ("Stop hook blocking error from command \"PreToolUse:Bash\": tests fail", True),
+        ("lint: 2 warnings\nsee lint.log", False),
+    ]
+
+
+def test_a_late_answer_is_capped_and_built_in_bookkeeping_never_speaks():
+    from types import SimpleNamespace
+
+    from hooks.late_answers import MAX_LATE_TEXT, late_answer
+    from hooks.types import HookResult
+
+    def result(**kw):
+        return HookResult(**{"execution_id": "x", "hook_id": "h", "hook_name": "n", "hook_type": "command",
+                             "source": "project", "event": "Stop", "outcome": "success", "duration_ms": 1.0, **kw})
+
+    hook = SimpleNamespace(builtin=False, run_async=True, rewake=False, matcher=None)
+    long = late_answer(hook, result(output=HookOutput(systemMessage="x" * (MAX_LATE_TEXT + 5))))
+    assert long is not None and long.text.endswith("… [5 more characters]") and not long.wake
+    builtin = SimpleNamespace(builtin=True, run_async=True, rewake=False, matcher=None)
+    assert late_answer(builtin, result(output=HookOutput(systemMessage="memory saved"))) is None
+    rewake = SimpleNamespace(builtin=False, run_async=True, rewake=True, matcher=None)
+    woke = late_answer(rewake, result(outcome="blocked", exit_code=2))
+    assert woke is not None and woke.wake and woke.text == 'Stop hook blocking error from command "Stop": No stderr output'
