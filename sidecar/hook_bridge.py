@@ -28,6 +28,9 @@ LAST_CWD = "_last_cwd"
 # session.state key: the server whose last elicitation an Elicitation hook answered (its ElicitationResult is not run).
 ELICITATION_ANSWERED = "_elicitation_answered"
 _TOOL_CALL_MEMORY = 64  # calls remembered: the permission ask follows its PreToolUse at once
+# Events after a call's PreToolUse chain: the CLI hands them the input env-isolation rewrote (`unset …; <command>`),
+# where Claude Code's hooks would read the agent's command. The prefix is the sidecar's business: they get it off.
+_AFTER_THE_REWRITE = frozenset({"PostToolUse", "PostToolUseFailure", "PermissionDenied", "PostToolBatch"})
 
 log = logging.getLogger("sidecar.hook_bridge")
 BRIDGE_KEY = "_runner_bridge"  # the session's bridge, in its context's state (session end settles it)
@@ -83,6 +86,8 @@ class RunnerBridge:
         if isinstance(payload.get("tool_name"), str):
             # An ACP client's file and terminal tools are Claude Code's own to every hook (sidecar/acp/client_tools.py).
             payload["tool_name"] = builtin_name(payload["tool_name"])
+        if event in _AFTER_THE_REWRITE:
+            _as_the_agent_wrote(payload)
         if isinstance(payload.get("prompt_id"), str):
             self.session.state["prompt_id"] = payload["prompt_id"]  # for the events the sidecar fires itself
         # For non-tool events the CLI passes a callback UUID here, not a tool call's id: hooks must not get it
@@ -260,9 +265,10 @@ class HookedAsker:
             call = session.state.get(TOOL_CALL_CONTEXT, {}).get(tool_use_id, {}) if tool_use_id else {}
             payload = sidecar_payload("PermissionRequest", session, **call, tool_name=builtin_name(tool_name),
                                       tool_input=dict(tool_input), permission_suggestions=list(suggestions or []))
+            prefix = _as_the_agent_wrote(payload)
             agg = await runner.fire("PermissionRequest", payload, session, tool_use_id=tool_use_id)
             if agg.decision == "allow":
-                return PermissionAnswer(True, updated_input=agg.updated_input)
+                return PermissionAnswer(True, updated_input=_isolated(agg.updated_input, prefix))
             if agg.decision == "deny":
                 return PermissionAnswer(False, message=agg.reason or "Denied by a PermissionRequest hook.",
                                         interrupt=_asks_interrupt(agg))
@@ -277,3 +283,31 @@ class HookedAsker:
             return answer
         finally:
             trace.end_permission(span, outcome)
+
+
+def _as_the_agent_wrote(payload: dict[str, Any]) -> str:
+    """Take env-isolation's prefix off the Bash commands of a hook input (one call, or PostToolBatch's
+    `tool_calls`), as the agent wrote them; returns the prefix taken off ("" when none was)."""
+    from hooks.builtin.env_isolation import isolation_prefix
+
+    calls = payload["tool_calls"] if isinstance(payload.get("tool_calls"), list) else [payload]
+    taken = ""
+    for call in calls:
+        if not isinstance(call, dict) or call.get("tool_name") != "Bash" or not isinstance(call.get("tool_input"), dict):
+            continue
+        tool_input = call["tool_input"]
+        command = tool_input.get("command")
+        prefix = isolation_prefix(command) if isinstance(command, str) else ""
+        if prefix:
+            call["tool_input"] = {**tool_input, "command": command[len(prefix):]}
+            taken = prefix
+    return taken
+
+
+def _isolated(updated_input: dict[str, Any] | None, prefix: str) -> dict[str, Any] | None:
+    """A PermissionRequest hook's rewrite of a command it read without env-isolation's prefix gets the prefix back:
+    the CLI runs what the hook answers, and a hook's rewrite must not run with the sidecar's variables in reach."""
+    if not prefix or not isinstance(updated_input, dict) or not isinstance(updated_input.get("command"), str):
+        return updated_input
+    command = updated_input["command"]
+    return updated_input if command.startswith(prefix) else {**updated_input, "command": prefix + command}

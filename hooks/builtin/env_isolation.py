@@ -57,21 +57,27 @@ def isolate_command(command: str, names: list[str]) -> str:
 
 
 def display_command(command: str) -> str:
-    """The command as the agent wrote it, for a person to read (a permission prompt's title, a memory record).
+    """The command as the agent wrote it, for a person to read (a permission prompt's title, a memory record) and for
+    the hooks that come after PreToolUse (hook_bridge.py: what Claude Code's hooks would see).
 
     Only a prefix that unsets nothing but variables env-isolation itself strips (the fixed names, or names under its
     prefixes) is taken off: an `unset PATH; ...` the agent wrote stays in view, since it changes what runs.
     """
+    return command[len(isolation_prefix(command)):]
+
+
+def isolation_prefix(command: str) -> str:
+    """The `unset …; ` prefix env-isolation put on `command` ("" when it has none that display_command takes off)."""
     if not command.startswith(_PREFIX_MARK):
-        return command
+        return ""
     end = command.find(_SUFFIX_MARK)
     if end < 0:
-        return command
+        return ""
     names = command[len(_PREFIX_MARK):end].split(" ")
     internal = set(INTERNAL_ENV_VARS)
     if all(_NAME.fullmatch(n) and (n in internal or n.startswith(INTERNAL_ENV_PREFIXES)) for n in names):
-        return command[end + len(_SUFFIX_MARK):]
-    return command
+        return command[:end + len(_SUFFIX_MARK)]
+    return ""
 
 
 class _UnsetPrefix:

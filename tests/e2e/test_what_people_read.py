@@ -1,7 +1,10 @@
 """A person reads what the agent asked for, not env-isolation's `unset …;` prefix: in the permission prompt's title
-and in the memory's records; what will run (the prompt's `toolInput`) stays exact."""
+and in the memory's records; what will run (the prompt's `toolInput`) stays exact. Hooks after PreToolUse read the
+agent's command too, as Claude Code's would, and a PermissionRequest hook's rewrite still runs isolated."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -23,3 +26,34 @@ async def test_the_permission_title_and_the_memory_show_the_agents_own_command(s
     observed = [h for h in hits if h["kind"] == "observation"]
     assert observed and all("unset ANTHROPIC" not in h["text"] for h in observed), observed
     assert any(ASKED in h["text"] for h in observed)
+
+
+async def test_hooks_after_pre_tool_use_read_the_agents_command_and_a_rewrite_stays_isolated(sidecar) -> None:
+    rewritten = 'echo "base=${ANTHROPIC_BASE_URL:-unset}"'
+    async with sidecar(project="notes", trust=False, permission=fixed_policy("reject_once")) as run:
+        log = run.project / "calls.jsonl"
+        record = f"cat >> '{log}'; echo >> '{log}'"
+        allow = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+            "behavior": "allow", "updatedInput": {"command": rewritten, "description": "Step"}}}}
+        (run.project / ".claude").mkdir(exist_ok=True)
+        (run.project / ".claude" / "settings.json").write_text(json.dumps({"hooks": {
+            "PermissionRequest": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": f"{record}; echo '{json.dumps(allow)}'"}]}],
+            **{event: [{"matcher": "Bash", "hooks": [{"type": "command", "command": record}]}]
+               for event in ("PreToolUse", "PostToolUse", "PostToolBatch")}}}))
+        await run.trust()
+        sid = (await run.new_session("read_base"))["sessionId"]
+        assert (await run.prompt(sid, "take the step"))["stopReason"] == "end_turn"
+        await run.end(sid)
+    calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    seen = {c["hook_event_name"]: c.get("tool_input", {}).get("command") for c in calls}
+    assert seen["PreToolUse"] == "echo agent-step"
+    assert seen["PermissionRequest"] == "echo agent-step"  # not `unset …; echo agent-step`
+    assert seen["PostToolUse"] == rewritten  # what ran, as the hook answered it, without the sidecar's prefix
+    [batch] = [c for c in calls if c["hook_event_name"] == "PostToolBatch"]
+    # the CLI gives PostToolBatch the call as the model made it; never with the sidecar's prefix
+    assert [t["tool_input"]["command"] for t in batch["tool_calls"]] == ["echo agent-step"]
+    assert not run.permission_requests  # the hook answered; the user was not asked
+    # The hook's rewrite ran with env-isolation's prefix put back: the model's address was out of reach.
+    [post] = [c for c in calls if c["hook_event_name"] == "PostToolUse"]
+    assert "base=unset" in json.dumps(post["tool_response"])
