@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 SDK_HOOK_EVENTS: tuple[str, ...] = ALL_EVENTS
 
 STEER_FOLLOW_S = 5.0  # how long a turn waits for the cycle a steered message starts (it normally starts at once)
+# Turns background hooks (asyncRewake) may start between two of the user's prompts; a further wake waits for the
+# next prompt, with a notice. Claude Code sets no such limit: a hook that wakes every woken turn would loop.
+MAX_WAKES_BETWEEN_PROMPTS = 3
 SHOWN_WAIT_S = 0.25  # how long a subagent's hook waits for its tool call to be shown (normally: one loop turn)
 
 # Events whose block means the prompt (a message, a slash command, `/compact`) does nothing: the turn's stop reason
@@ -318,6 +321,7 @@ class AgentSession:
         self._idle_reader: asyncio.Task[None] | None = None
         self._idle_scope: anyio.CancelScope | None = None
         self._asking = 0
+        self._wakes = 0  # turns background hooks started since the user's last prompt (tell_model)
         self._tool_waiters: dict[str, anyio.Event] = {}
         self._commands_key: tuple[Any, ...] | None = None
         self._trace_usage: dict[str, Any] = {}  # the current model request's token usage, when tracing is on
@@ -515,6 +519,7 @@ class AgentSession:
 
         client = self._client  # close() may clear self._client while this turn is still winding down
         self._turn_running, self._cancelled, self._prompt_blocked = True, False, False
+        self._wakes = 0
         await self._stop_idle_reader()
         started = time.monotonic()
         try:
@@ -651,6 +656,15 @@ class AgentSession:
             return
         message: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": text},
                                    "parent_tool_use_id": None, "session_id": "default", "isSynthetic": True}
+        if wake and not self._turn_running:
+            if self._wakes >= MAX_WAKES_BETWEEN_PROMPTS:
+                # A hook that wakes the model on every woken turn would spend the user's model calls for ever.
+                wake = False
+                await self._emit({"sessionUpdate": "notice", "level": "warning", "source": "hook",
+                                  "text": f"A background hook asked to wake the model again ({self._wakes} times since "
+                                          "your last prompt); what it said waits for your next prompt."})
+            else:
+                self._wakes += 1
         if not wake:
             message["shouldQuery"] = False  # mid-turn it still joins the next request; idle, it starts no turn
         transport = client._transport  # noqa: SLF001 - the SDK's query() cannot mark a message synthetic

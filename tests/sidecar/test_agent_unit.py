@@ -207,3 +207,40 @@ async def test_a_cancelled_turn_stays_cancelled_when_the_interrupt_fails(tmp_pat
     assert scope.cancelled_caught  # the cancellation went through, not the interrupt's RuntimeError
     assert client.interrupts == 1
     assert session.running is False
+
+
+@pytest.mark.asyncio
+async def test_a_late_hook_answer_is_a_synthetic_message_and_wakes_are_bounded_between_prompts(tmp_path: Path) -> None:
+    """tell_model writes the CLI a host's synthetic message (measured on the bundled CLI through the real path in
+    tests/e2e/test_late_answers.py); a context waits (`shouldQuery: false`), a wake queries, and between two of the
+    user's prompts at most MAX_WAKES_BETWEEN_PROMPTS wakes go out: the next waits for the prompt, with a notice."""
+    import json
+
+    from sidecar.agent import MAX_WAKES_BETWEEN_PROMPTS
+
+    class Transport:
+        def __init__(self) -> None:
+            self.lines: list[dict[str, Any]] = []
+
+        async def write(self, data: str) -> None:
+            self.lines.extend(json.loads(line) for line in data.splitlines())
+
+    class Client:
+        def __init__(self) -> None:
+            self._transport = Transport()
+
+    session, updates, _ = make_session(tmp_path)
+    client = Client()
+    session._client = client  # noqa: SLF001 - the seam: no CLI in a unit test
+    await session.tell_model("lint: 2 warnings", wake=False)
+    for _ in range(MAX_WAKES_BETWEEN_PROMPTS + 1):
+        await session.tell_model("Stop hook blocking error from command \"PreToolUse:Bash\": tests fail", wake=True)
+    sent = client._transport.lines
+    assert all(m["type"] == "user" and m["isSynthetic"] is True and m["parent_tool_use_id"] is None for m in sent)
+    assert sent[0]["message"] == {"role": "user", "content": "lint: 2 warnings"} and sent[0]["shouldQuery"] is False
+    assert ["shouldQuery" in m for m in sent[1:]] == [False] * MAX_WAKES_BETWEEN_PROMPTS + [True]
+    [notice] = [u for u in updates if u.get("sessionUpdate") == "notice"]
+    assert notice["level"] == "warning" and "waits for your next prompt" in notice["text"]
+    # No field of the message comes from the hook: its text is the content, nothing else.
+    assert {key for m in sent for key in m} <= {"type", "message", "parent_tool_use_id", "session_id", "isSynthetic",
+                                                "shouldQuery"}
