@@ -15,7 +15,7 @@ from hooks.tracing import TRACE_KEY
 from hooks.types import TOOL_EVENTS, SessionContext
 from sidecar.acp.client_tools import builtin_name
 from sidecar.file_watch import STATE_KEY as FILE_WATCH
-from sidecar.permissions import PermissionBroker
+from sidecar.permissions import USER_REJECTED, PermissionBroker
 
 # session.state key: SessionStart context not yet given to the model (it goes with the first prompt that is let through)
 PENDING_SESSION_CONTEXT = "_pending_session_context"
@@ -28,6 +28,9 @@ LAST_CWD = "_last_cwd"
 # session.state key: the server whose last elicitation an Elicitation hook answered (its ElicitationResult is not run).
 ELICITATION_ANSWERED = "_elicitation_answered"
 _TOOL_CALL_MEMORY = 64  # calls remembered: the permission ask follows its PreToolUse at once
+# Permission modes in which the CLI always opens its permission dialog (`can_use_tool`) for a PreToolUse hook's ask,
+# whatever its allow rules say (measured on 2.1.330; bypassPermissions could not be, the CLI refuses it to root).
+DIALOG_ON_ASK_MODES = frozenset({"default", "acceptEdits", "dontAsk", "auto", "plan"})
 # Events after a call's PreToolUse chain: the CLI hands them the input env-isolation rewrote (`unset …; <command>`),
 # where Claude Code's hooks would read the agent's command. The prefix is the sidecar's business: they get it off.
 _AFTER_THE_REWRITE = frozenset({"PostToolUse", "PostToolUseFailure", "PermissionDenied", "PostToolBatch"})
@@ -199,6 +202,24 @@ class RunnerBridge:
             # The skill ran for the rest of that agent's turn (a SubagentStop is the subagent's end).
             self.session.state.pop(skill_key(agent_id if event == "SubagentStop" else None), None)
 
+    async def permission_request(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None,
+                                 suggestions: list[Any] | None) -> tuple[Any, str]:
+        """Run the PermissionRequest hooks on a permission dialog, with the CLI's input (its PreToolUse's context
+        keys, the CLI's suggestions, no tool_use_id: Claude Code gives a PermissionRequest hook none, and the
+        agent's command without env-isolation's prefix). Returns (their aggregate, or None when none listens;
+        the prefix taken off the command)."""
+        from sidecar.sessions import sidecar_payload
+
+        if not self.runner.hookset.active_for("PermissionRequest"):
+            return None, ""
+        call = self.session.state.get(TOOL_CALL_CONTEXT, {}).get(tool_use_id, {}) if tool_use_id else {}
+        # The CLI's dialog for a hook's ask offers no suggestions, and its input has no such key (None here).
+        more = {"permission_suggestions": list(suggestions)} if suggestions is not None else {}
+        payload = sidecar_payload("PermissionRequest", self.session, **call, tool_name=builtin_name(tool_name),
+                                  tool_input=dict(tool_input), **more)
+        prefix = _as_the_agent_wrote(payload)
+        return await self.runner.fire("PermissionRequest", payload, self.session, tool_use_id=tool_use_id), prefix
+
     async def _notice(self, level: str, text: str, event: str) -> None:
         try:
             await self.session.emit("session/update", {"update": {
@@ -209,10 +230,26 @@ class RunnerBridge:
     async def _ask(
         self, payload: dict[str, Any], updated_input: dict[str, Any] | None, reason: str | None, output: dict[str, Any]
     ) -> dict[str, Any]:
+        from sidecar.agent import PermissionAnswer
+
         tool_name = str(payload.get("tool_name") or "")
         tool_input = updated_input if updated_input is not None else dict(payload.get("tool_input") or {})
-        answer = await self.broker.ask(tool_name, tool_input, payload.get("tool_use_id"), reason, from_hook=True)
+        # Claude Code opens its dialog for a hook's ask, and the PermissionRequest hooks run on it. Here their deny
+        # is taken; their allow is not: a hook's ask (a built-in guard's too) is the user's to answer.
+        tool_use_id = payload.get("tool_use_id")
+        agg, _prefix = await self.permission_request(tool_name, tool_input, tool_use_id, None)
+        if agg is not None and agg.decision == "deny":
+            answer = PermissionAnswer(False, message=agg.reason or "Denied by a PermissionRequest hook.",
+                                      interrupt=_asks_interrupt(agg))
+        else:
+            answer = await self.broker.ask(tool_name, tool_input, tool_use_id, reason, from_hook=True)
         specific = dict(output.get("hookSpecificOutput") or {"hookEventName": "PreToolUse"})
+        if not answer.allow and tool_use_id and payload.get("permission_mode") in DIALOG_ON_ASK_MODES:
+            # The hook's ask stays: the CLI opens its permission dialog for it (in these modes always, allow rules
+            # or not: measured on 2.1.330), and that dialog is answered no with the refusal's own words, which the
+            # model then reads as in Claude Code. In any other mode the refusal is a deny here.
+            self.broker.refuse_call(tool_use_id, answer.message or USER_REJECTED, interrupt=answer.interrupt)
+            return {**output, "hookSpecificOutput": specific}
         if answer.allow:
             # Not "allow": that would skip the CLI's own permission rules (a user's deny rule included). The call
             # goes on to the CLI's check, where the broker answers yes for exactly this call without a second prompt.
@@ -255,18 +292,16 @@ class HookedAsker:
     async def ask(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str | None, reason: str | None,
                   *, from_hook: bool = False, suggestions: list[Any] | None = None) -> Any:
         from sidecar.agent import PermissionAnswer
-        from sidecar.sessions import sidecar_payload
 
-        runner, session = self.bridge.runner, self.bridge.session
+        session = self.bridge.session
+        refused = self.broker.refused_calls.pop(tool_use_id, None) if tool_use_id else None
+        if refused is not None:
+            return PermissionAnswer(False, message=refused[0], interrupt=refused[1])
         already = tool_use_id is not None and self.broker.approved_calls.get(tool_use_id) == tool_input
-        if not from_hook and not already and runner.hookset.active_for("PermissionRequest"):
-            # The CLI's own PermissionRequest input: its PreToolUse's context keys, the CLI's suggestions, and no
-            # tool_use_id (Claude Code gives a PermissionRequest hook none).
-            call = session.state.get(TOOL_CALL_CONTEXT, {}).get(tool_use_id, {}) if tool_use_id else {}
-            payload = sidecar_payload("PermissionRequest", session, **call, tool_name=builtin_name(tool_name),
-                                      tool_input=dict(tool_input), permission_suggestions=list(suggestions or []))
-            prefix = _as_the_agent_wrote(payload)
-            agg = await runner.fire("PermissionRequest", payload, session, tool_use_id=tool_use_id)
+        agg, prefix = None, ""
+        if not from_hook and not already:
+            agg, prefix = await self.bridge.permission_request(tool_name, tool_input, tool_use_id, suggestions or [])
+        if agg is not None:
             if agg.decision == "allow":
                 return PermissionAnswer(True, updated_input=_isolated(agg.updated_input, prefix))
             if agg.decision == "deny":

@@ -15,6 +15,8 @@ from sidecar.ask_user import answers_from, form_for
 USER_REJECTED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
                  "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
                  "tell you how to proceed.")
+# Refusals of a hook's ask kept for the CLI's dialog that follows at once (refuse_call).
+REFUSALS_KEPT = 64
 
 log = logging.getLogger("sidecar.permissions")
 
@@ -51,9 +53,17 @@ class PermissionBroker:
     always_rejected: set[str] = field(default_factory=set)
     # tool_use_id -> the exact input the user allowed when a hook asked about that call (answered once, below)
     approved_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refused_calls: dict[str, tuple[str, bool]] = field(default_factory=dict)
     # The client shows forms (ACP `elicitation/create`): AskUserQuestion goes to it as one (sidecar/ask_user.py).
     forms: bool = False
     urls: bool = False  # the client opens URLs for an elicitation (`elicitation.url`)
+
+    def refuse_call(self, tool_use_id: str, message: str, *, interrupt: bool = False) -> None:
+        """The user (or a PermissionRequest hook) refused this call when a hook asked: the CLI's permission dialog
+        for it, which the hook's ask opens, is answered no with these words, as Claude Code's dialog answers."""
+        self.refused_calls[tool_use_id] = (message, interrupt)
+        while len(self.refused_calls) > REFUSALS_KEPT:  # a dialog the CLI never opened (a deny rule came first)
+            self.refused_calls.pop(next(iter(self.refused_calls)))
 
     def approve_call(self, tool_use_id: str | None, tool_input: dict[str, Any]) -> None:
         """The user allowed this call when a hook asked: the CLI's own permission check for it is answered yes

@@ -331,6 +331,11 @@ CASES: list[Case] = [
     Case("command_async_rewake", {"PreToolUse": [("Bash", ["rewake"])]},
          {"rewake": {"exit": 2, "stderr": "the tests fail after that change"}},
          entries={"rewake": {"asyncRewake": True}}, turns=[[SLOW_BASH], FINAL, "Woken up."]),
+    # A PreToolUse hook's ask opens the permission dialog, and the PermissionRequest hooks run on it (the user of both
+    # runs then rejects the call); their input is the CLI's for any dialog.
+    Case("pre_ask_runs_permission_request", {"PreToolUse": [("Bash", ["ask"])], "PermissionRequest": [("Bash", ["pr"])]},
+         {"ask": {"stdout": _hso("PreToolUse", permissionDecision="ask", permissionDecisionReason="check this one")}},
+         permission_delay_s=USER_THINKS_S),
     # A background hook that answers after the turn ended: its context waits for the next prompt; an asyncRewake
     # exit 2 wakes the model in a turn of its own (hooks/late_answers.py).
     Case("command_async_context_between_prompts", {"PreToolUse": [("Bash", ["bg"])]},

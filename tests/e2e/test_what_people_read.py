@@ -57,3 +57,34 @@ async def test_hooks_after_pre_tool_use_read_the_agents_command_and_a_rewrite_st
     # The hook's rewrite ran with env-isolation's prefix put back: the model's address was out of reach.
     [post] = [c for c in calls if c["hook_event_name"] == "PostToolUse"]
     assert "base=unset" in json.dumps(post["tool_response"])
+
+
+@pytest.mark.parametrize(("verdict", "asked_user"), [("allow", True), ("deny", False)])
+async def test_a_hooks_ask_runs_the_permission_request_hooks_whose_deny_is_taken_and_allow_is_not(
+        sidecar, verdict: str, asked_user: bool) -> None:
+    """Claude Code opens its dialog for a PreToolUse hook's `ask`, and the PermissionRequest hooks run on it (measured
+    with OrchestKit on the bundled CLI: bench/plugin_parity.py). Under Orion they run too, once, with the agent's
+    command; a deny of theirs answers the ask, an allow does not: the user is asked (a hook's ask is the user's)."""
+    ask = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                  "permissionDecisionReason": "Careful with that step."}}
+    async with sidecar(project="notes", trust=False, permission=fixed_policy("reject_once")) as run:
+        log = run.project / "calls.jsonl"
+        record = f"cat >> '{log}'; echo >> '{log}'"
+        answer = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+            "behavior": verdict, **({"message": "not today"} if verdict == "deny" else {})}}}
+        (run.project / ".claude").mkdir(exist_ok=True)
+        (run.project / ".claude" / "settings.json").write_text(json.dumps({"hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": f"echo '{json.dumps(ask)}'"}]}],
+            "PermissionRequest": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": f"{record}; echo '{json.dumps(answer)}'"}]}]}}))
+        await run.trust()
+        sid = (await run.new_session("read_base"))["sessionId"]
+        assert (await run.prompt(sid, "take the step"))["stopReason"] == "end_turn"
+        await run.end(sid)
+    calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert [(c["hook_event_name"], c["tool_input"]["command"]) for c in calls] == [
+        ("PermissionRequest", "echo agent-step")]
+    assert bool(run.permission_requests) is asked_user
+    [result] = [u for u in run.updates(sid, "tool_call_update") if u.get("status") in ("denied", "failed")]
+    if verdict == "deny":
+        assert "not today" in json.dumps(result)

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from ipc.errors import RequestTimeout
-from sidecar.permissions import PermissionBroker
+from sidecar.permissions import USER_REJECTED, PermissionBroker
 
 pytestmark = pytest.mark.asyncio
 
@@ -64,8 +64,7 @@ async def test_a_hook_ask_the_user_allowed_is_not_an_allow_and_the_clis_own_chec
 
     asked, request = frontend("allow_once", "reject_once")
     broker = PermissionBroker("s1", request, timeout_s=5)
-    bridge = RunnerBridge.__new__(RunnerBridge)  # only _ask is exercised: it needs the broker alone
-    bridge.broker = broker
+    bridge = partial_bridge(broker)
     payload = {"tool_name": "Bash", "tool_input": {"command": "make deploy"}, "tool_use_id": "t1"}
     asked_output = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}
     with anyio.fail_after(5):
@@ -77,6 +76,43 @@ async def test_a_hook_ask_the_user_allowed_is_not_an_allow_and_the_clis_own_chec
         # ...once, and for that input only: another call, or the same id again, asks.
         assert not (await broker.ask("Bash", {"command": "make deploy"}, "t1", None)).allow
     assert [a["toolUseId"] for a in asked] == ["t1", "t1"]
+
+
+def partial_bridge(broker: PermissionBroker) -> Any:
+    """A RunnerBridge for `_ask` alone: its broker, and no PermissionRequest hooks (tests/e2e/test_what_people_read.py
+    runs them on a hook's ask through the sidecar)."""
+    from types import SimpleNamespace
+
+    from sidecar.hook_bridge import RunnerBridge
+
+    bridge = RunnerBridge.__new__(RunnerBridge)
+    bridge.broker = broker
+    bridge.runner = SimpleNamespace(hookset=SimpleNamespace(active_for=lambda event: False))
+    bridge.session = SimpleNamespace(state={})
+    return bridge
+
+
+async def test_a_hook_ask_the_user_refused_stays_an_ask_and_the_clis_dialog_gets_the_refusal() -> None:
+    """Where the CLI always opens its dialog for a hook's ask, the refusal answers that dialog (the model reads the
+    user's words as in Claude Code, not a hook error); in any other mode it is a deny at once."""
+    from sidecar.hook_bridge import HookedAsker
+
+    asked, request = frontend("reject_once", "reject_once")
+    broker = PermissionBroker("s1", request, timeout_s=5)
+    bridge = partial_bridge(broker)
+    asked_output = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}
+    with anyio.fail_after(5):
+        payload = {"tool_name": "Bash", "tool_input": {"command": "make deploy"}, "tool_use_id": "t1",
+                   "permission_mode": "default"}
+        out = await bridge._ask(payload, None, "the guard wants a look", asked_output)
+        assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
+        answer = await HookedAsker(bridge, broker).ask("Bash", {"command": "make deploy"}, "t1", None)
+        assert not answer.allow and answer.message == USER_REJECTED
+        assert len(asked) == 1  # the user was asked once: the CLI's dialog took the answer already given
+        payload = {**payload, "tool_use_id": "t2", "permission_mode": "bypassPermissions"}
+        out = await bridge._ask(payload, None, "the guard wants a look", asked_output)
+        assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert "t2" not in broker.refused_calls
 
 
 async def test_an_approval_does_not_cover_a_different_input() -> None:
