@@ -84,7 +84,8 @@ try:
 except ValueError:
     stdin = {}
 line = {"handler": argv[1] if len(argv) > 1 else argv[0] if argv else "", "event": stdin.get("hook_event_name"),
-        "tool": stdin.get("tool_name"), "exit": rc, "stdout": read("out")[:4000], "stderr": read("err")[:1000]}
+        "tool": stdin.get("tool_name"), "exit": rc, "stdout": read("out")[:4000], "stderr": read("err")[:1000],
+        "stdin": stdin}
 with open(os.environ["PARITY_LOG"], "a", encoding="utf-8") as f:
     f.write(json.dumps(line) + "\\n")
 """
@@ -181,18 +182,33 @@ async def run_sidecar(env: dict[str, str], where: Path, name: str, prompt: str, 
 
 _NOISE = [(re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<id>"),
           (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z?"), "<time>"),
-          (re.compile(r"/tmp/[^\s\"']+"), "<path>"), (re.compile(r"\b\d+(\.\d+)?\s?(ms|s)\b"), "<dur>")]
+          (re.compile(r"/tmp/[^\s\"'\\]+"), "<path>"), (re.compile(r"\b\d+(\.\d+)?\s?(ms|s)\b"), "<dur>"),
+          (re.compile(r"toolu_[A-Za-z0-9_]+"), "<tool-use>"),
+          (re.compile(r"\b[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}\b"), "<mtime>"),  # `ls -l` times
+          (re.compile(r"([d-][rwx-]{9}) +\d+ "), r"\1 <links> ")]  # `ls -l` link counts
 
 
-def key(call: dict[str, Any], with_output: bool) -> tuple[Any, ...]:
+# Keys of a hook's input whose values differ between any two runs (ids, the transcript's place, timings).
+_RUN_KEYS = ("session_id", "transcript_path", "prompt_id", "tool_use_id", "agent_id", "duration_ms")
+
+
+def _neutral(text: str) -> str:
+    for pattern, repl in _NOISE:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def key(call: dict[str, Any], what: str = "run") -> tuple[Any, ...]:
+    """What is compared: "run" (event, handler, tool, exit code), "output" (and the output), "input" (and the
+    stdin, ids, paths and times normalised)."""
     handler = re.sub(r".*/market/plugins/[^/]+/", "<root>/", call["handler"])  # each run installs its own copy
     base = (call["event"], handler, call["tool"], call["exit"])
-    if not with_output:
-        return base
-    out = call["stdout"]
-    for pattern, repl in _NOISE:
-        out = pattern.sub(repl, out)
-    return (*base, out)
+    if what == "output":
+        return (*base, _neutral(call["stdout"]))
+    if what == "input":
+        stdin = {k: ("<run>" if k in _RUN_KEYS else v) for k, v in (call.get("stdin") or {}).items()}
+        return (*base, _neutral(json.dumps(stdin, sort_keys=True)))
+    return base
 
 
 def calls(path: Path) -> list[dict[str, Any]]:
@@ -201,9 +217,9 @@ def calls(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def same(a: list[dict[str, Any]], b: list[dict[str, Any]], with_output: bool) -> int:
-    left = collections.Counter(key(c, with_output) for c in a)
-    right = collections.Counter(key(c, with_output) for c in b)
+def same(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str) -> int:
+    left = collections.Counter(key(c, what) for c in a)
+    right = collections.Counter(key(c, what) for c in b)
     return sum((left & right).values())
 
 
@@ -213,27 +229,31 @@ async def main() -> None:
     parser.add_argument("--name", required=True)
     parser.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary folder)")
     parser.add_argument("--only", nargs="*", help="session names to run")
+    parser.add_argument("--compare-only", action="store_true", help="compare the runs kept in --keep again")
     args = parser.parse_args()
     top = args.keep or Path(tempfile.mkdtemp(prefix="plugin-parity-"))
-    totals = collections.Counter()
+    totals: collections.Counter[str] = collections.Counter()
     for name, prompt, turns in SESSIONS:
         if args.only and name not in args.only:
             continue
         cli_dir, ours_dir = top / name / "cli", top / name / "sidecar"
-        await run_cli(install(args.plugin_dir, args.name, cli_dir / "home"), cli_dir, name, prompt, turns)
-        await run_sidecar(install(args.plugin_dir, args.name, ours_dir / "home"), ours_dir, name, prompt, turns)
+        if not args.compare_only:
+            await run_cli(install(args.plugin_dir, args.name, cli_dir / "home"), cli_dir, name, prompt, turns)
+            await run_sidecar(install(args.plugin_dir, args.name, ours_dir / "home"), ours_dir, name, prompt, turns)
         a, b = calls(cli_dir / "calls.jsonl"), calls(ours_dir / "calls.jsonl")
-        row = {"cli": len(a), "orion": len(b), "same": same(a, b, False), "same_output": same(a, b, True)}
+        row = {"cli": len(a), "orion": len(b), "same": same(a, b, "run"), "same_input": same(a, b, "input"),
+               "same_output": same(a, b, "output")}
         totals.update(row)
         print(f"{name:12} CLI {row['cli']:4}  Orion {row['orion']:4}  same run {row['same']:4}  "
-              f"same output {row['same_output']:4}", flush=True)
-        only_cli = collections.Counter(key(c, False) for c in a) - collections.Counter(key(c, False) for c in b)
-        only_ours = collections.Counter(key(c, False) for c in b) - collections.Counter(key(c, False) for c in a)
-        for what, diff in (("only on the CLI", only_cli), ("only under Orion", only_ours)):
-            for k, n in sorted(diff.items(), key=str):
-                print(f"    {what}: {n} x {k}")
+              f"same input {row['same_input']:4}  same output {row['same_output']:4}", flush=True)
+        for what in ("run", "input", "output"):
+            only_cli = collections.Counter(key(c, what) for c in a) - collections.Counter(key(c, what) for c in b)
+            only_ours = collections.Counter(key(c, what) for c in b) - collections.Counter(key(c, what) for c in a)
+            for side, diff in (("only on the CLI", only_cli), ("only under Orion", only_ours)):
+                for k, n in sorted(diff.items(), key=str):
+                    print(f"    {what}, {side}: {n} x {str(k)[:1500]}")
     print(f"\nall      CLI {totals['cli']:4}  Orion {totals['orion']:4}  same run {totals['same']:4}  "
-          f"same output {totals['same_output']:4}   (runs kept in {top})")
+          f"same input {totals['same_input']:4}  same output {totals['same_output']:4}   (runs kept in {top})")
 
 
 if __name__ == "__main__":
