@@ -72,7 +72,9 @@ EVALUATION_SYSTEM_PROMPT = (
     "JSON input of a hook event. Decide whether the action may proceed.\n"
     "Answer with exactly one JSON object and nothing else:\n"
     '{"ok": true, "reason": "<one short sentence>"} when the condition is satisfied and the action may proceed, or\n'
-    '{"ok": false, "reason": "<one short sentence the agent will read>"} when it must be blocked.'
+    '{"ok": false, "reason": "<one short sentence the agent will read>"} when it must be blocked.\n'
+    'Add "impossible": true to a false answer only when the condition can never be satisfied however the agent '
+    "goes on (judging whether the agent may stop, that lets it stop instead of trying for ever)."
 )
 
 
@@ -91,6 +93,7 @@ def render_prompt(template: str, payload: dict[str, Any]) -> str:
 class Evaluation:
     ok: bool
     reason: str
+    impossible: bool = False  # with ok false: the condition can never hold (Claude Code's prompt-hook schema)
 
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
@@ -109,7 +112,8 @@ def _verdicts_in(text: str) -> list[Evaluation]:
             continue
         if isinstance(value, dict) and isinstance(value.get("ok"), bool):
             reason = value.get("reason")
-            found.append(Evaluation(ok=value["ok"], reason=reason if isinstance(reason, str) else ""))
+            found.append(Evaluation(ok=value["ok"], reason=reason if isinstance(reason, str) else "",
+                                    impossible=value.get("impossible") is True))
         position = text.find("{", end)
     return found
 
@@ -170,6 +174,10 @@ def evaluation_report(event: str, evaluation: Evaluation, raw: str, *, kind: str
     be blocked an agent hook's "no" is reported as a system message and nothing more.
     """
     if evaluation.ok:
+        return ExecutionReport(status="ok", stdout=raw)
+    if kind == "prompt" and evaluation.impossible and event in _STOP_EVENTS:
+        # Claude Code 2.1.330: a stop condition judged impossible is a success, not feedback: the agent stops
+        # (it would otherwise be sent back to a task it cannot finish). The verdict stays in hook_response.
         return ExecutionReport(status="ok", stdout=raw)
     given = evaluation.reason or "the hook's condition was not met"
     if kind == "prompt":

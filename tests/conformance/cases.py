@@ -130,10 +130,10 @@ def _judge(kind: str, **more: Any) -> dict[str, Any]:
     return {"type": kind, "prompt": f"{JUDGE_MARK}: is this safe to do? $ARGUMENTS", **more}
 
 
-def _verdict(ok: bool, reason: str, *, once: bool = False) -> dict[str, Any]:
+def _verdict(ok: bool, reason: str, *, once: bool = False, **more: Any) -> dict[str, Any]:
     """The scripted model's rule answering a judge's question (a request without tools that carries the mark)."""
     return {"name": "judge", "when": {"any_message_contains": JUDGE_MARK, "has_tools": False},
-            "reply": json.dumps({"ok": ok, "reason": reason}), "once": once}
+            "reply": json.dumps({"ok": ok, "reason": reason, **more}), "once": once}
 
 
 def _agent_verdict(ok: bool, reason: str) -> list[dict[str, Any]]:
@@ -471,6 +471,11 @@ CASES += [
          entries={"judge": _judge("prompt")}, rules=[_verdict(True, "fine by the judge")]),
     Case("prompt_hook_stop_continues", {"Stop": [(None, ["judge"])]},
          entries={"judge": _judge("prompt")}, rules=[_verdict(False, "the tests were not run yet", once=True)],
+         turns=[FINAL, "Second answer."]),
+    # A Stop judge that finds its condition can never hold (`impossible`): the agent stops, no feedback, no loop.
+    Case("prompt_hook_stop_impossible", {"Stop": [(None, ["judge"])]},
+         entries={"judge": _judge("prompt")},
+         rules=[_verdict(False, "there is no test suite to run", once=True, impossible=True)],
          turns=[FINAL, "Second answer."]),
     Case("agent_hook_blocks", {"PreToolUse": [("Bash", ["judge"])]},
          entries={"judge": _judge("agent")}, rules=_agent_verdict(False, "the agent found no test for this")),

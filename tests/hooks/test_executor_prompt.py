@@ -151,6 +151,24 @@ async def test_ok_false_blocks_with_a_decision_on_decision_events(event: str) ->
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("event", ["Stop", "SubagentStop", "PreToolUse"])
+async def test_a_stop_condition_judged_impossible_lets_the_agent_stop(event: str) -> None:
+    """Claude Code 2.1.330 (conformance case prompt_hook_stop_impossible): on Stop and SubagentStop `impossible: true`
+    with `ok: false` is a success, not feedback; on any other event it blocks as `ok: false` does."""
+    answer = '{"ok": false, "reason": "there is no test suite", "impossible": true}'
+    report = await run(FakeModelClient(answer), make_call(prompt_hook(), event=event))
+    assert report.status == "ok" and report.stdout == answer
+    if event == "PreToolUse":
+        assert report.output.hookSpecificOutput.permissionDecision == "deny"
+    else:
+        assert report.output is None and not report.blocking_error
+    # a string "true" is no verdict of impossibility
+    loose = await run(FakeModelClient('{"ok": false, "reason": "no", "impossible": "true"}'),
+                      make_call(prompt_hook(), event="Stop"))
+    assert loose.blocking_error
+
+
+@pytest.mark.asyncio
 async def test_ok_false_on_an_advisory_event_is_reported_not_enforced() -> None:
     report = await run(FakeModelClient('{"ok": false, "reason": "odd"}'), make_call(prompt_hook(), event="Notification"))
     assert report.status == "ok"
