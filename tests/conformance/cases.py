@@ -472,6 +472,13 @@ CASES += [
     Case("prompt_hook_stop_continues", {"Stop": [(None, ["judge"])]},
          entries={"judge": _judge("prompt")}, rules=[_verdict(False, "the tests were not run yet", once=True)],
          turns=[FINAL, "Second answer."]),
+    # A prompt over 500 characters is named whole in its first refusal, shortened in any later one in the same
+    # conversation (the turn goes on: continueOnBlock).
+    Case("prompt_hook_long_prompt_named_twice", {"PreToolUse": [("Bash", ["judge"])]},
+         entries={"judge": {"type": "prompt", "continueOnBlock": True,
+                            "prompt": f"{JUDGE_MARK}: " + "Check that the command keeps the build reproducible. " * 12
+                                      + "$ARGUMENTS"}},
+         rules=[_verdict(False, "the command is not pinned")], turns=[[BASH], [BASH], FINAL]),
     # A Stop judge that finds its condition can never hold (`impossible`): the agent stops, no feedback, no loop.
     Case("prompt_hook_stop_impossible", {"Stop": [(None, ["judge"])]},
          entries={"judge": _judge("prompt")},
