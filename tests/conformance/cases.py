@@ -501,6 +501,13 @@ CASES += [
          entries={"web": _http(onFailure="block")}),
     Case("http_hook_unreachable_blocks", {"PreToolUse": [("Bash", ["web"])]},
          entries={"web": _http(port_closed=True, onFailure="block")}),
+    # A URL with a secret in its query: named by its bare address; what the cause says of the URL is its bare address
+    Case("http_hook_secret_url_error_blocks", {"PreToolUse": [("Bash", ["web"])]},
+         {"web": {"http_status": 500, "http_body": "the policy server fell over"}},
+         entries={"web": {"type": "http", "url": "<http>/hook/<tag>?token=s3cret-value#part", "onFailure": "block"}}),
+    Case("http_hook_secret_url_unreachable_blocks", {"PreToolUse": [("Bash", ["web"])]},
+         entries={"web": {"type": "http", "url": "http://127.0.0.1:9/hook/<tag>?token=s3cret-value",
+                          "onFailure": "block"}}),
     Case("http_hook_timeout_blocks", {"PreToolUse": [("Bash", ["web"])]},
          {"web": {"http_sleep": 4, "http_body": "{}"}}, entries={"web": _http(onFailure="block")},
          timeouts={"web": 1}),
@@ -614,6 +621,14 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
         '\\"PreToolUse:Bash\\": the build broke after the turn"',
         "an asyncRewake exit 2 after the turn wakes the model in a turn of its own, as in the CLI, with the CLI's "
         "words framed as a message from no user (docs/FIDELITY.md)"),
+    # A URL with a secret in it (deliberate): the CLI names an onFailure-"block" http hook by its URL as written and
+    # passes the cause on as is, so the model reads (and the provider and the transcript keep) the query's token;
+    # Orion names the bare address and withholds the cause (docs/SECURITY.md).
+    **{name: ('ours {"tool_result": "PreToolUse:Bash hook error: [http://127.0.0.1:<PORT>/hook/web]: failed; '
+              'blocking because onFailure is \\"block\\"\\nError details are hidden',
+              "deliberate: a secret in a hook's URL never reaches the model (the CLI writes the URL and the cause "
+              "as they are)")
+       for name in ("http_hook_secret_url_error_blocks", "http_hook_secret_url_unreachable_blocks")},
     # mcp_tool hooks (hooks/executors/mcp_tool.py)
     **{name: ("UserPromptSubmit hook additional context: UserPromptSubmit completed",
               "a callback cannot give plain output: the CLI's \"UserPromptSubmit completed\" arrives as additional "

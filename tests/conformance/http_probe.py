@@ -15,6 +15,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 
 class HttpProbe:
@@ -26,7 +27,7 @@ class HttpProbe:
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length).decode("utf-8", "replace")
-                tag = self.path.rsplit("/", 1)[-1]
+                tag = urlsplit(self.path).path.rsplit("/", 1)[-1]  # a query or fragment is the case's, not the tag
                 probe.record(tag, raw, self.headers.get("Content-Type"))
                 status, body, sleep = probe.answer(tag)
                 if sleep:
