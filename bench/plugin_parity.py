@@ -155,7 +155,8 @@ async def run_cli(env: dict[str, str], where: Path, name: str, prompt: str, turn
         server.close()
 
 
-async def run_sidecar(env: dict[str, str], where: Path, name: str, prompt: str, turns: list[Any]) -> None:
+async def run_sidecar(env: dict[str, str], where: Path, name: str, prompt: str, turns: list[Any],
+                      builtins: bool = False, sandbox: str = "off") -> None:
     from frontend_stub.client import SidecarClient
     from hooks.builtin import builtin_registry
 
@@ -163,7 +164,8 @@ async def run_sidecar(env: dict[str, str], where: Path, name: str, prompt: str, 
     scenario = scenario_file(where, name, turns)
     data = where / "orion-data"
     user_settings = where / "orion-user.json"
-    user_settings.write_text(json.dumps({"disabledHooks": sorted({h.name for h in builtin_registry(data_dir=data)})}))
+    disabled = [] if builtins else sorted({h.name for h in builtin_registry(data_dir=data)})
+    user_settings.write_text(json.dumps({"disabledHooks": disabled}))
     sidecar_env = {**env, "ORION_DATA_DIR": str(data), "ORION_USER_SETTINGS": str(user_settings),
                    "ORION_CLAUDE_USER_SETTINGS": "", "PARITY_LOG": str(where / "calls.jsonl"),
                    "PYTHONPATH": str(REPO)}
@@ -173,7 +175,7 @@ async def run_sidecar(env: dict[str, str], where: Path, name: str, prompt: str, 
 
     async with SidecarClient.launch(env=sidecar_env, cwd=str(REPO), on_request=on_request) as client:
         created = await client.request("session/new", {"projectDir": str(proj), "model": f"scripted:{scenario}",
-                                                       "sandbox": "off"}, timeout=120)
+                                                       "sandbox": sandbox}, timeout=120)
         sid = created["sessionId"]
         await client.request("session/prompt", {"sessionId": sid, "prompt": prompt}, timeout=300)
         await asyncio.sleep(3)
@@ -230,6 +232,10 @@ async def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep the runs here (default: a temporary folder)")
     parser.add_argument("--only", nargs="*", help="session names to run")
     parser.add_argument("--compare-only", action="store_true", help="compare the runs kept in --keep again")
+    parser.add_argument("--sandbox", default="off", choices=["off", "auto", "required"],
+                        help="the sidecar session's OS boundary (default off: the bare CLI runs without one)")
+    parser.add_argument("--builtins", action="store_true", help="keep Orion's built-in hooks on (the default "
+                        "session): their guards may decide before the plugin's hooks run")
     args = parser.parse_args()
     top = args.keep or Path(tempfile.mkdtemp(prefix="plugin-parity-"))
     totals: collections.Counter[str] = collections.Counter()
@@ -239,7 +245,8 @@ async def main() -> None:
         cli_dir, ours_dir = top / name / "cli", top / name / "sidecar"
         if not args.compare_only:
             await run_cli(install(args.plugin_dir, args.name, cli_dir / "home"), cli_dir, name, prompt, turns)
-            await run_sidecar(install(args.plugin_dir, args.name, ours_dir / "home"), ours_dir, name, prompt, turns)
+            await run_sidecar(install(args.plugin_dir, args.name, ours_dir / "home"), ours_dir, name, prompt, turns,
+                              builtins=args.builtins, sandbox=args.sandbox)
         a, b = calls(cli_dir / "calls.jsonl"), calls(ours_dir / "calls.jsonl")
         row = {"cli": len(a), "orion": len(b), "same": same(a, b, "run"), "same_input": same(a, b, "input"),
                "same_output": same(a, b, "output")}
