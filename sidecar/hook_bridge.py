@@ -214,7 +214,7 @@ class RunnerBridge:
             return None, ""
         call = self.session.state.get(TOOL_CALL_CONTEXT, {}).get(tool_use_id, {}) if tool_use_id else {}
         # The CLI's dialog for a hook's ask offers no suggestions, and its input has no such key (None here).
-        more = {"permission_suggestions": list(suggestions)} if suggestions is not None else {}
+        more = {"permission_suggestions": _agents_suggestions(suggestions)} if suggestions is not None else {}
         payload = sidecar_payload("PermissionRequest", self.session, **call, tool_name=builtin_name(tool_name),
                                   tool_input=dict(tool_input), **more)
         prefix = _as_the_agent_wrote(payload)
@@ -346,3 +346,23 @@ def _isolated(updated_input: dict[str, Any] | None, prefix: str) -> dict[str, An
         return updated_input
     command = updated_input["command"]
     return updated_input if command.startswith(prefix) else {**updated_input, "command": prefix + command}
+
+
+def _agents_suggestions(suggestions: list[Any]) -> list[Any]:
+    """The CLI's permission suggestions as a hook would see them for the agent's command: for a command env-isolation
+    rewrote, the CLI also suggests a rule for its `unset …` part, which Claude Code's hooks would never see. Only the
+    hook's input changes: the user's question keeps the CLI's suggestions (both rules let the rewritten command by)."""
+    from hooks.builtin.env_isolation import is_isolation_unset
+
+    kept: list[Any] = []
+    for suggestion in suggestions:
+        if isinstance(suggestion, dict) and suggestion.get("type") == "addRules" and isinstance(suggestion.get("rules"),
+                                                                                                  list):
+            rules = [rule for rule in suggestion["rules"]
+                     if not (isinstance(rule, dict) and rule.get("toolName") == "Bash"
+                             and isinstance(rule.get("ruleContent"), str) and is_isolation_unset(rule["ruleContent"]))]
+            if not rules:
+                continue
+            suggestion = {**suggestion, "rules": rules}
+        kept.append(suggestion)
+    return kept

@@ -68,16 +68,20 @@ def display_command(command: str) -> str:
 
 def isolation_prefix(command: str) -> str:
     """The `unset …; ` prefix env-isolation put on `command` ("" when it has none that display_command takes off)."""
-    if not command.startswith(_PREFIX_MARK):
-        return ""
     end = command.find(_SUFFIX_MARK)
-    if end < 0:
+    if end < 0 or not is_isolation_unset(command[:end]):
         return ""
-    names = command[len(_PREFIX_MARK):end].split(" ")
+    return command[:end + len(_SUFFIX_MARK)]
+
+
+def is_isolation_unset(text: str) -> bool:
+    """`unset A B` naming only variables env-isolation strips (the fixed names or names under its prefixes): its own
+    command, as the CLI also quotes it in a permission rule it suggests for the rewritten command."""
+    if not text.startswith(_PREFIX_MARK):
+        return False
+    names = text[len(_PREFIX_MARK):].split(" ")
     internal = set(INTERNAL_ENV_VARS)
-    if all(_NAME.fullmatch(n) and (n in internal or n.startswith(INTERNAL_ENV_PREFIXES)) for n in names):
-        return command[:end + len(_SUFFIX_MARK)]
-    return ""
+    return all(_NAME.fullmatch(n) and (n in internal or n.startswith(INTERNAL_ENV_PREFIXES)) for n in names)
 
 
 class _UnsetPrefix:

@@ -49,6 +49,10 @@ async def test_hooks_after_pre_tool_use_read_the_agents_command_and_a_rewrite_st
     seen = {c["hook_event_name"]: c.get("tool_input", {}).get("command") for c in calls}
     assert seen["PreToolUse"] == "echo agent-step"
     assert seen["PermissionRequest"] == "echo agent-step"  # not `unset …; echo agent-step`
+    # nor a suggested rule for env-isolation's `unset …` part, which the CLI offers for the rewritten command
+    [asked] = [c for c in calls if c["hook_event_name"] == "PermissionRequest"]
+    rules = [r["ruleContent"] for s in asked["permission_suggestions"] for r in s.get("rules", [])]
+    assert not [r for r in rules if r.startswith("unset ")], asked["permission_suggestions"]
     assert seen["PostToolUse"] == rewritten  # what ran, as the hook answered it, without the sidecar's prefix
     [batch] = [c for c in calls if c["hook_event_name"] == "PostToolBatch"]
     # the CLI gives PostToolBatch the call as the model made it; never with the sidecar's prefix
