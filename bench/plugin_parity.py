@@ -35,8 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.conformance.harness import OFFLINE, ScriptedServer, cli_path  # noqa: E402
-
-MARKET = "parity-market"
+from tests.plugin_fixture import install_with_cli  # noqa: E402
 
 
 def _bash(command: str, description: str = "run") -> dict[str, Any]:
@@ -96,17 +95,10 @@ def install(plugin_dir: Path, name: str, home: Path) -> dict[str, str]:
     config = home / ".claude"
     config.mkdir(parents=True)
     market = home / "market"
-    (market / ".claude-plugin").mkdir(parents=True)
     shutil.copytree(plugin_dir, market / "plugins" / name, symlinks=True)
     version = json.loads((plugin_dir / ".claude-plugin" / "plugin.json").read_text()).get("version", "0.0.0")
-    (market / ".claude-plugin" / "marketplace.json").write_text(json.dumps({
-        "name": MARKET, "owner": {"name": "parity"},
-        "plugins": [{"name": name, "source": f"./plugins/{name}", "version": version}]}))
     env = {**os.environ, **OFFLINE, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config)}
-    for args in (["plugin", "marketplace", "add", str(market)], ["plugin", "install", f"{name}@{MARKET}"]):
-        done = subprocess.run([cli_path(), *args], env=env, cwd=home, capture_output=True, text=True, timeout=300)
-        if done.returncode != 0:
-            raise SystemExit(f"claude {' '.join(args)} failed: {done.stdout}{done.stderr}")
+    install_with_cli(cli_path(), env, market, name, version, home)
     shims = home / "shims"
     shims.mkdir()
     (home / "logger.py").write_text(LOGGER)

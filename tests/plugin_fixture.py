@@ -97,6 +97,24 @@ def install(config_dir: Path, marketplace_dir: Path, name: str, *, version: str 
                            plugins / "data" / plugin_id.replace("@", "-"), log_dir)
 
 
+def install_with_cli(cli: str, env: dict[str, str], market: Path, name: str, version: str, cwd: Path) -> str:
+    """Install the plugin at `<market>/plugins/<name>` the way a Claude Code user does: a catalogue naming it in the
+    local marketplace `market`, then the CLI's own `claude plugin marketplace add` and `claude plugin install`
+    (with `env`: its HOME and CLAUDE_CONFIG_DIR). Returns the plugin's id; raises with the CLI's words on failure."""
+    import subprocess
+
+    (market / ".claude-plugin").mkdir(parents=True, exist_ok=True)
+    (market / ".claude-plugin" / "marketplace.json").write_text(json.dumps({
+        "name": MARKETPLACE, "owner": {"name": "Orion tests"},
+        "plugins": [{"name": name, "source": f"./plugins/{name}", "version": version}]}))
+    plugin_id = f"{name}@{MARKETPLACE}"
+    for args in (["plugin", "marketplace", "add", str(market)], ["plugin", "install", plugin_id]):
+        done = subprocess.run([cli, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise RuntimeError(f"claude {' '.join(args)} failed: {done.stdout}{done.stderr}")
+    return plugin_id
+
+
 def enable(settings: Path, plugin_id: str, value: Any = True) -> None:
     """Set `enabledPlugins[plugin_id]` in a settings file, keeping what else it holds."""
     settings.parent.mkdir(parents=True, exist_ok=True)

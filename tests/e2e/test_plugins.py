@@ -142,7 +142,7 @@ async def test_the_bundled_cli_resolves_the_same_root_version_and_data_folder(si
 
     from tests.conformance.harness import OFFLINE, REPO, ScriptedServer, cli_path
     from tests.e2e.conftest import SCENARIOS
-    from tests.plugin_fixture import MARKETPLACE, write_guard_plugin
+    from tests.plugin_fixture import MARKETPLACE, install_with_cli, write_guard_plugin
 
     home, project, market = tmp_path / "home", tmp_path / "project", tmp_path / "marketplace"
     config = home / ".claude"
@@ -150,14 +150,8 @@ async def test_the_bundled_cli_resolves_the_same_root_version_and_data_folder(si
     project.mkdir()
     log_dir = tmp_path / "guard-log"
     write_guard_plugin(market / "plugins" / "guard", "guard", "1.2.0", log_dir)
-    (market / ".claude-plugin").mkdir()
-    (market / ".claude-plugin" / "marketplace.json").write_text(json.dumps({
-        "name": MARKETPLACE, "owner": {"name": "Orion tests"},
-        "plugins": [{"name": "guard", "source": "./plugins/guard", "version": "1.2.0"}]}))
     env = {**os.environ, **OFFLINE, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config)}
-    for args in (["plugin", "marketplace", "add", str(market)], ["plugin", "install", f"guard@{MARKETPLACE}"]):
-        done = subprocess.run([cli_path(), *args], env=env, cwd=project, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout + done.stderr
+    install_with_cli(cli_path(), env, market, "guard", "1.2.0", project)
 
     server = ScriptedServer(SCENARIOS / f"{SCENARIO}.yaml", tmp_path / "requests.jsonl")
     try:
