@@ -16,6 +16,11 @@ from typing import Any
 BASH = {"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran > ran.txt", "description": "mark"}}}
 BASH_ECHO = {"tool_use": {"name": "Bash", "input": {"command": "echo hello-from-bash", "description": "echo"}}}
 SLOW_BASH = {"tool_use": {"name": "Bash", "input": {"command": "sleep 1 && echo tool-ran > ran.txt", "description": "slow"}}}
+# A tool that runs until a background hook has answered (its probe writes `.claude/hooks/answered`), then a moment
+# more for the answer to reach the CLI: the answer comes back inside the turn however loaded the machine.
+AWAITING_BASH = {"tool_use": {"name": "Bash", "input": {
+    "command": "for i in $(seq 300); do [ -f .claude/hooks/answered ] && break; sleep 0.1; done; sleep 1; "
+               "echo tool-ran > ran.txt", "description": "slow"}}}
 FINAL = "All done."
 # A person answering a permission dialog takes a moment. Through the SDK the CLI asks the host's permission callback
 # and runs the PermissionRequest hooks at the same time (the first answer wins); a host that refuses at once beats
@@ -64,9 +69,11 @@ class Case:
     register_root: str | None = None
     # the scripted model's rules (tried before the turns): a prompt or agent hook's judge answers by them
     rules: list[dict[str, Any]] = field(default_factory=list)
-    # seconds the user of both runs waits before each further prompt (`then`): a background hook's answer comes
-    # back between two prompts
+    # seconds the user of both runs waits before each further prompt (`then`)
     pause_s: float = 0.0
+    # a file the harness writes in the project once the first prompt has answered (both runs): a probe behaviour
+    # `wait_for` it makes a background hook answer after the turn, however loaded the machine
+    release: str | None = None
 
     @property
     def http(self) -> bool:
@@ -324,13 +331,13 @@ CASES: list[Case] = [
          turns=[[BASH], [BASH_ECHO], FINAL]),
     # async hooks start beside a tool call that takes a second, so the CLI does not end the session before they run
     Case("command_async_context", {"PreToolUse": [("Bash", ["bg"])]},
-         {"bg": {"stdout": _hso("PreToolUse", additionalContext="from the background")}},
-         entries={"bg": {"async": True}}, turns=[[SLOW_BASH], FINAL]),
+         {"bg": {"stdout": _hso("PreToolUse", additionalContext="from the background"), "answered": "answered"}},
+         entries={"bg": {"async": True}}, turns=[[AWAITING_BASH], FINAL]),
     Case("command_async_exit2", {"PreToolUse": [("Bash", ["bg"])]}, {"bg": {"exit": 2, "stderr": "too late to block"}},
          entries={"bg": {"async": True}}, turns=[[SLOW_BASH], FINAL]),
     Case("command_async_rewake", {"PreToolUse": [("Bash", ["rewake"])]},
-         {"rewake": {"exit": 2, "stderr": "the tests fail after that change"}},
-         entries={"rewake": {"asyncRewake": True}}, turns=[[SLOW_BASH], FINAL, "Woken up."]),
+         {"rewake": {"exit": 2, "stderr": "the tests fail after that change", "answered": "answered"}},
+         entries={"rewake": {"asyncRewake": True}}, turns=[[AWAITING_BASH], FINAL, "Woken up."]),
     # A PreToolUse hook's ask opens the permission dialog, and the PermissionRequest hooks run on it (the user of both
     # runs then rejects the call); their input is the CLI's for any dialog.
     Case("pre_ask_runs_permission_request", {"PreToolUse": [("Bash", ["ask"])], "PermissionRequest": [("Bash", ["pr"])]},
@@ -339,11 +346,13 @@ CASES: list[Case] = [
     # A background hook that answers after the turn ended: its context waits for the next prompt; an asyncRewake
     # exit 2 wakes the model in a turn of its own (hooks/late_answers.py).
     Case("command_async_context_between_prompts", {"PreToolUse": [("Bash", ["bg"])]},
-         {"bg": {"sleep": 2, "stdout": _hso("PreToolUse", additionalContext="came back after the turn")}},
-         entries={"bg": {"async": True}}, turns=[[BASH], FINAL, "Second answer."], then=("and now?",), pause_s=4),
+         {"bg": {"wait_for": "released", "stdout": _hso("PreToolUse", additionalContext="came back after the turn")}},
+         entries={"bg": {"async": True}}, turns=[[BASH], FINAL, "Second answer."], then=("and now?",), pause_s=3,
+         release="released"),
     Case("command_async_rewake_after_turn", {"PreToolUse": [("Bash", ["rewake"])]},
-         {"rewake": {"sleep": 2, "exit": 2, "stderr": "the build broke after the turn"}},
-         entries={"rewake": {"asyncRewake": True}}, turns=[[BASH], FINAL, "Woken up."], settle_s=6),
+         {"rewake": {"wait_for": "released", "exit": 2, "stderr": "the build broke after the turn"}},
+         entries={"rewake": {"asyncRewake": True}}, turns=[[BASH], FINAL, "Woken up."], settle_s=6,
+         release="released"),
     Case("command_status_message", {"PreToolUse": [("Bash", ["status"])]},
          {"status": {"stdout": _hso("PreToolUse", additionalContext="checked")}},
          entries={"status": {"statusMessage": "Checking the command\u2026"}}),

@@ -152,11 +152,18 @@ async def _run_cli(case: Case, root: Path, http: HttpProbe | None) -> Observatio
                         if isinstance(message, ResultMessage):
                             result = {"stop_reason": message.stop_reason, "subtype": message.subtype,
                                       "is_error": message.is_error, "result": message.result}
+                    _release(case, project, number)
                 if case.settle_s:
                     await anyio.sleep(case.settle_s)
     finally:
         server.close()
     return _observe(project, root / "requests.jsonl", result)
+
+
+def _release(case: Case, project: Path, number: int) -> None:
+    """After the first prompt's answer: the case's release file, which a `wait_for` probe waits on."""
+    if number == 0 and case.release:
+        (project / case.release).write_text("released\n")
 
 
 @contextlib.contextmanager
@@ -254,6 +261,7 @@ async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None) -> Observ
                     result = {"stop_reason": answer.get("stopReason"), "result": answer.get("resultText")}
                 except RpcError as exc:
                     result = {"stop_reason": None, "error": exc.message}
+                _release(case, project, number)
             if case.settle_s:
                 await anyio.sleep(case.settle_s)
             await client.request("session/end", {"sessionId": sid})

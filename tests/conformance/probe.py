@@ -43,6 +43,14 @@ def main() -> int:
             how = {}
     if how.get("sleep"):
         time.sleep(how["sleep"])
+    if how.get("wait_for"):
+        # A file of the project the harness writes once the first prompt has answered: the hook answers after the
+        # turn on a loaded machine as on an idle one.
+        release = HERE.parent.parent / how["wait_for"]
+        for _ in range(600):
+            if release.exists():
+                break
+            time.sleep(0.1)
     if how.get("env_file") and os.environ.get("CLAUDE_ENV_FILE"):
         with open(os.environ["CLAUDE_ENV_FILE"], "a", encoding="utf-8") as fh:
             fh.write(how["env_file"])
@@ -60,6 +68,8 @@ def main() -> int:
         sys.stderr.write(how["stderr"])
     sys.stdout.flush()
     sys.stderr.flush()
+    if how.get("answered"):
+        (HERE / how["answered"]).write_text("answered\n")  # a tool that waits for this hook's answer may go on
     if how.get("signal"):
         os.kill(os.getpid(), how["signal"])
     return int(how.get("exit", 0))
