@@ -54,6 +54,26 @@ def test_isolation_prefix_is_idempotent_and_lists_only_shell_names():
     assert isolate_command(once, names) == once
 
 
+@pytest.mark.parametrize(("command", "prefix"), [
+    ("unset ANTHROPIC_API_KEY ORION_X 2>/dev/null; ls -la", "unset ANTHROPIC_API_KEY ORION_X 2>/dev/null; "),
+    ("unset PATH 2>/dev/null; ls", ""),  # the agent's own unset of a variable that changes what runs stays in view
+    ("unset ORION_X PATH 2>/dev/null; ls", ""),
+    ("ls; unset ORION_X 2>/dev/null; ls", ""),  # not a prefix
+    ("unset ORION_X; ls", ""),  # not env-isolation's form
+    ("unset $(rm -rf x) 2>/dev/null; ls", ""),
+    ("ls", ""),
+])
+def test_only_env_isolations_own_prefix_is_taken_off_what_hooks_and_people_read(command: str, prefix: str) -> None:
+    """Hooks after PreToolUse and the permission title read the agent's command (sidecar/hook_bridge.py): only the
+    prefix env-isolation itself writes comes off, and the CLI's suggested rule for that part is recognised."""
+    from hooks.builtin.env_isolation import display_command, is_isolation_unset, isolation_prefix
+
+    assert isolation_prefix(command) == prefix
+    assert display_command(command) == command[len(prefix):]
+    if prefix:
+        assert is_isolation_unset(prefix.removesuffix(" 2>/dev/null; "))
+
+
 # ----------------------------------------------------------------------------- protection
 
 
