@@ -230,18 +230,14 @@ class RunnerBridge:
     async def _ask(
         self, payload: dict[str, Any], updated_input: dict[str, Any] | None, reason: str | None, output: dict[str, Any]
     ) -> dict[str, Any]:
-        from sidecar.agent import PermissionAnswer
-
         tool_name = str(payload.get("tool_name") or "")
         tool_input = updated_input if updated_input is not None else dict(payload.get("tool_input") or {})
         # Claude Code opens its dialog for a hook's ask, and the PermissionRequest hooks run on it. Here their deny
         # is taken; their allow is not: a hook's ask (a built-in guard's too) is the user's to answer.
         tool_use_id = payload.get("tool_use_id")
         agg, _prefix = await self.permission_request(tool_name, tool_input, tool_use_id, None)
-        if agg is not None and agg.decision == "deny":
-            answer = PermissionAnswer(False, message=agg.reason or "Denied by a PermissionRequest hook.",
-                                      interrupt=_asks_interrupt(agg))
-        else:
+        answer = _hooks_denial(agg)
+        if answer is None:
             answer = await self.broker.ask(tool_name, tool_input, tool_use_id, reason, from_hook=True)
         specific = dict(output.get("hookSpecificOutput") or {"hookEventName": "PreToolUse"})
         if not answer.allow and tool_use_id and payload.get("permission_mode") in DIALOG_ON_ASK_MODES:
@@ -263,6 +259,16 @@ class RunnerBridge:
             specific["permissionDecision"] = "deny"
             specific["permissionDecisionReason"] = answer.message or "The user denied this tool call."
         return {**output, "hookSpecificOutput": specific}
+
+
+def _hooks_denial(agg: Any) -> Any:
+    """The PermissionRequest hooks' deny as the permission's answer (with their interrupt), or None."""
+    from sidecar.agent import PermissionAnswer
+
+    if agg is None or agg.decision != "deny":
+        return None
+    return PermissionAnswer(False, message=agg.reason or "Denied by a PermissionRequest hook.",
+                            interrupt=_asks_interrupt(agg))
 
 
 def _asks_interrupt(agg: Any) -> bool:
@@ -304,9 +310,9 @@ class HookedAsker:
         if agg is not None:
             if agg.decision == "allow":
                 return PermissionAnswer(True, updated_input=_isolated(agg.updated_input, prefix))
-            if agg.decision == "deny":
-                return PermissionAnswer(False, message=agg.reason or "Denied by a PermissionRequest hook.",
-                                        interrupt=_asks_interrupt(agg))
+            denial = _hooks_denial(agg)
+            if denial is not None:
+                return denial
         trace = session.state.get(TRACE_KEY)  # hooks/tracing.py: the round trip is a span of its own
         if trace is None:
             return await self.broker.ask(tool_name, tool_input, tool_use_id, reason, from_hook=from_hook)
