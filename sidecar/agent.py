@@ -169,6 +169,10 @@ class AgentConfig:
     disabled_plugins: list[str] = field(default_factory=list)
     # The client's other workspace folders (ACP `additionalDirectories`): the CLI's `--add-dir`.
     add_dirs: list[str] = field(default_factory=list)
+    # The flag settings' `env` of built-in env-isolation (sidecar/shell_isolation.py): every command through Orion's
+    # shell prefix, the agent's command as written (or, where the prefix has no safe place, only BASH_ENV pinned and
+    # env-isolation rewrites). Empty: env-isolation is off.
+    shell_env: dict[str, str] = field(default_factory=dict)
     # A member of an agent team the app runs ({"name", "team"}): the CLI starts as that teammate.
     teammate: dict[str, str] | None = None
 
@@ -441,11 +445,13 @@ class AgentSession:
         return args
 
     def _flag_settings(self) -> str:
-        """NO_SETTINGS_HOOKS plus the sandbox and the plugins held back: flag settings outrank project and local ones,
-        so neither can undo them."""
-        if self.config.sandbox is None and not self.config.disabled_plugins:
+        """NO_SETTINGS_HOOKS plus the sandbox, the plugins held back and the shell prefix's variables: flag settings
+        outrank the user's, project and local ones, so none of them can undo these."""
+        if self.config.sandbox is None and not self.config.disabled_plugins and not self.config.shell_env:
             return NO_SETTINGS_HOOKS
         flags: dict[str, Any] = json.loads(NO_SETTINGS_HOOKS)
+        if self.config.shell_env:
+            flags["env"] = dict(self.config.shell_env)
         if self.config.sandbox is not None:
             flags["sandbox"] = self.config.sandbox
         if self.config.disabled_plugins:

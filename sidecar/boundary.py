@@ -516,7 +516,7 @@ class Box:
 
     @classmethod
     def open(cls, boundary: Boundary) -> Box:
-        from sidecar import box_net
+        from sidecar import box_net, shell_isolation
 
         _sweep_once()
         box, plan = cls(boundary), boundary.plan
@@ -530,6 +530,8 @@ class Box:
                 box.relays = box_net.open_relays(plan, unix_dir=net, credential=boundary.credential)
                 args = plan.bwrap_args(empty, net, box.relays.model_socket,
                                        (boundary.shield, box.shield) if box.shield else None)
+                # Orion's shell prefix, where nothing inside can change it (sidecar/shell_isolation.py).
+                args += shell_isolation.bwrap_args(plan.hidden_dirs)
                 data = b"".join(arg.encode() + b"\0" for arg in args)
             else:
                 box.relays = box_net.open_relays(plan, unix_dir=None)

@@ -633,11 +633,18 @@ class SessionManager:
                 client_tools["terminalReason"] = "the session's commands run inside its OS boundary"
             if files_offered and not files:
                 client_tools["filesReason"] = "the session's file tools run inside its OS boundary"
+        from hooks.builtin.env_isolation import ISOLATED_BY_SHELL_PREFIX
+        from sidecar.shell_isolation import session_flag_env
+
+        shell_env = session_flag_env(hookset.registry, sandbox.boundary, cli_env) or {}
+        if "CLAUDE_CODE_SHELL_PREFIX" in shell_env:  # env-isolation leaves the commands as written: the prefix isolates
+            context.state[ISOLATED_BY_SHELL_PREFIX] = True
         config = AgentConfig(
             project_dir=project,
             session_id=sid,
             model=model_name,
             env=cli_env,
+            shell_env=shell_env,
             clean_env=True,
             sandbox=cli_settings(sandbox),
             boundary=sandbox.boundary,

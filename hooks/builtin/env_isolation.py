@@ -1,4 +1,8 @@
-"""`env-isolation`: every Bash command the agent runs starts by unsetting the sidecar's internal environment variables."""
+"""`env-isolation`: no Bash command the agent runs sees the sidecar's internal environment variables.
+
+In a sidecar session the CLI's own shell prefix takes them out of every command's environment and the command stays
+as the agent wrote it (sidecar/shell_isolation.py); where that prefix cannot be placed safely, and wherever the hook
+runs without a session (`python -m hooks test`), the hook rewrites the command to `unset …; <command>` instead."""
 
 from __future__ import annotations
 
@@ -31,6 +35,10 @@ INTERNAL_ENV_VARS: tuple[str, ...] = (
 INTERNAL_ENV_PREFIXES: tuple[str, ...] = ("CLAUDE_CODE_", "ORION_", "HOOK_")
 
 log = logging.getLogger("hooks.builtin.env_isolation")
+
+# SessionContext.state: the session's CLI runs every command through Orion's shell prefix, which unsets these
+# names itself (sidecar/shell_isolation.py); the rewrite below is then not made.
+ISOLATED_BY_SHELL_PREFIX = "env_isolation.shell_prefix"
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PREFIX_MARK = "unset "
@@ -118,6 +126,8 @@ def make_env_isolation(opts: Options, env: BuiltinEnv) -> HookFunction:
     unset = _UnsetPrefix(names, prefixes)
 
     async def env_isolation(payload: dict[str, Any], ctx: HookContext) -> HookOutput | None:
+        if ctx.state.get(ISOLATED_BY_SHELL_PREFIX):
+            return None  # the CLI's shell prefix isolates this command; the agent's command stays as written
         tool_input = payload.get("tool_input")
         if not isinstance(tool_input, dict) or not isinstance(tool_input.get("command"), str):
             return None
@@ -134,4 +144,5 @@ def make_env_isolation(opts: Options, env: BuiltinEnv) -> HookFunction:
             )
         )
 
+    env_isolation.options = opts  # type: ignore[attr-defined]  # the names the shell prefix takes out (sidecar)
     return env_isolation

@@ -1,4 +1,4 @@
-"""The guards in a real session (real CLI, scripted model): a command protection does not deny reaches the user's prompt, rewritten; a write to .env is denied before anyone is asked."""
+"""The guards in a real session (real CLI, scripted model): a command protection does not deny reaches the user's prompt as the agent wrote it, and runs without the sidecar's variables; a write to .env is denied before anyone is asked."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 SCENARIO = Path(__file__).resolve().parent / "scenarios" / "guards.yaml"
 
 
-async def test_an_undenied_bash_call_is_asked_about_rewritten_and_env_writes_are_denied(tmp_path) -> None:
+async def test_an_undenied_bash_call_is_asked_about_as_written_runs_isolated_and_env_writes_are_denied(tmp_path) -> None:
     policy = queued_policy("allow_once")  # the first request is allowed; any other would be rejected
     async with open_sidecar(tmp_path, "notes", trust=False, permission=policy) as run:
         sid = (await run.request("session/new", {"projectDir": str(run.project), "model": f"scripted:{SCENARIO}"},
@@ -25,9 +25,10 @@ async def test_an_undenied_bash_call_is_asked_about_rewritten_and_env_writes_are
         [asked] = run.permission_requests
         assert asked["toolName"] == "Bash"
         command = asked["toolInput"]["command"]
-        # ... showing the command as env-isolation rewrote it, which is the command that ran.
-        assert command.startswith("unset ") and command.endswith('echo "probe=${CLAUDE_CODE_ENTRYPOINT-unset}" > probe.txt')
-        # The CLI has CLAUDE_CODE_ENTRYPOINT in its environment; only the rewritten command runs without it.
+        # ... showing the command as the agent wrote it: env-isolation no longer rewrites it ...
+        assert command == 'echo "probe=${CLAUDE_CODE_ENTRYPOINT-unset}" > probe.txt'
+        # ... and it ran without the variables the CLI has (CLAUDE_CODE_ENTRYPOINT among them): the CLI's shell
+        # prefix took them out (sidecar/shell_isolation.py).
         assert (run.project / "probe.txt").read_text() == "probe=unset\n"
 
         # (2) `echo X > .env` was denied by protection, without a prompt, and the model was told why.

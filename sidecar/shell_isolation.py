@@ -1,0 +1,130 @@
+"""env-isolation through the CLI's own shell prefix: the agent's commands run without the sidecar's internal
+variables, and the command the CLI judges is the one the agent wrote.
+
+The CLI runs every Bash command it composes, and every stdio MCP server, through `CLAUDE_CODE_SHELL_PREFIX` when
+that is set (measured on 2.1.330: `<prefix> '<the whole composed command>'`). Orion's prefix is `shell_prefix.sh`:
+it unsets the names in `ORION_SHELL_UNSET` and runs the command line in `CLAUDE_CODE_SHELL`, the shell the CLI
+itself picks (`cli_shell` computes the CLI's own choice and the session pins it, so the two cannot differ).
+
+Why this and not a rewrite of the command (`unset …; <command>`, built-in env-isolation's PreToolUse answer, still
+the fallback): the CLI judges a rewritten command as a new one, so its read-only commands and the settings' allow
+rules stopped applying and every Bash call asked (docs/FIDELITY.md).
+
+Why it holds (docs/SECURITY.md "Sandbox"):
+- the three variables are in the CLI's *flag* settings `env`, which outrank the user's, the project's and the
+  local settings' `env` (measured: a project's `CLAUDE_CODE_SHELL_PREFIX: ""` or another shell does not undo
+  them), and the CLI's command line is not the agent's to change;
+- the prefix is a file the agent cannot change or put something else in place of, by any path: inside a Linux
+  boundary it is bound read-only at `INSIDE_PATH`, under the box's `/run`, which is remounted read-only (a file in
+  a writable tree could be swapped by renaming a folder above it, whatever its own mount says); elsewhere the
+  package's own file is used only when no folder above it is one the session can write (`outside_path`), else
+  the session falls back to the rewrite.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+PREFIX_SCRIPT = Path(__file__).resolve().parent / "shell_prefix.sh"
+# Where the prefix is inside a Linux boundary: under the box's hidden /run (sidecar/boundary.py), remounted
+# read-only after the bind, so neither the file nor a folder above it can be renamed, replaced or chmod-ed.
+RUN_DIR = "/run"
+INSIDE_PATH = "/run/orion-shell/prefix"
+STATE_KEY = "orion.shell_prefix"  # SessionContext.state: set when the session's CLI isolates through the prefix
+# Variables the prefix itself brings into the CLI's environment, taken out with the rest.
+OWN_NAMES = ("CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", "ORION_SHELL_UNSET")
+# Pinned empty whenever env-isolation is on (flag_env says why).
+PINNED = {"BASH_ENV": ""}
+_SHELL_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
+
+
+def cli_shell(env: Mapping[str, str]) -> str | None:
+    """The shell the CLI would run commands in with environment `env` (2.1.330's rule, read in its code): `SHELL`
+    when it names bash or zsh; then, bash first when `SHELL` is bash, else zsh first, the one on `PATH`, each in
+    /bin, /usr/bin, /usr/local/bin, /opt/homebrew/bin, the other on `PATH`; the first that can be run. None: the
+    CLI would find none either (it refuses to start)."""
+    shell = env.get("SHELL") or ""
+    path = env.get("PATH") or os.defpath
+    bash_first = os.path.basename(shell) == "bash"
+    order = ("bash", "zsh") if bash_first else ("zsh", "bash")
+    candidates = [shell] if ("bash" in shell or "zsh" in shell) else []
+    candidates.append(shutil.which(order[0], path=path) or "")
+    candidates += [f"{d}/{name}" for name in order for d in _SHELL_DIRS]
+    candidates.append(shutil.which(order[1], path=path) or "")
+    for candidate in candidates:
+        if candidate and os.path.isabs(candidate) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def outside_path(writable: Iterable[str] | None) -> str | None:
+    """The package's prefix script for a session without a Linux boundary, when the session can change neither it
+    nor a folder above it (renaming one would put another file at its path): with a boundary (macOS), none lies in
+    its writable places `writable`; without one, none is writable by this user. None otherwise: the rewrite stays."""
+    script = os.path.realpath(PREFIX_SCRIPT)
+    if sys.platform == "win32" or not os.access(script, os.X_OK):
+        return None
+    chain = [script, *(str(p) for p in Path(script).parents)]
+    if writable is None:
+        return None if any(os.access(p, os.W_OK) for p in chain) else script
+    places = [w.rstrip("/") or "/" for w in writable]
+    if any(p == w or w == "/" or p.startswith(w + "/") for p in chain for w in places):
+        return None
+    return script
+
+
+def flag_env(prefix: str, shell: str, names: Iterable[str]) -> dict[str, str]:
+    """The CLI's flag settings `env` that isolates every command it runs: the prefix, the shell it runs them in,
+    and the names it takes out (the prefix's own included).
+
+    `BASH_ENV` is pinned empty (and taken out of the commands' environment): the CLI starts a shell of its own
+    before any command (its environment snapshot), which would source a file a settings `env` names there with all
+    of the CLI's variables in reach (measured with a trusted project's `env`); a deliberate difference."""
+    unset = sorted(set(names) | set(OWN_NAMES) | set(PINNED))
+    return {"CLAUDE_CODE_SHELL_PREFIX": prefix, "CLAUDE_CODE_SHELL": shell, "ORION_SHELL_UNSET": " ".join(unset),
+            **PINNED}
+
+
+def bwrap_args(hidden_dirs: Iterable[str]) -> list[str]:
+    """bubblewrap's options that put the prefix at INSIDE_PATH (after every other mount); [] when the plan does not
+    hide /run (then the session falls back to the rewrite)."""
+    if RUN_DIR not in hidden_dirs:
+        return []
+    return ["--ro-bind", str(PREFIX_SCRIPT), INSIDE_PATH, "--remount-ro", RUN_DIR]
+
+
+def prefix_path(boundary: object | None) -> str | None:
+    """Where the session's CLI finds the prefix (None: nowhere the agent could not change; the rewrite stays).
+    `boundary` is the session's sidecar.boundary.Boundary, or None for a session without one."""
+    if boundary is None:
+        return outside_path(None)
+    plan = getattr(boundary, "plan")
+    if getattr(boundary, "platform", "") == "linux":
+        return INSIDE_PATH if bwrap_args(plan.hidden_dirs) else None
+    # macOS: the Seatbelt profile's writable places (BoxPlan.seatbelt_profile) besides the plan's own.
+    return outside_path([*plan.writable, "/private/tmp", "/private/var/folders", "/tmp", "/var/folders"])
+
+
+def session_flag_env(registry: Iterable[object], boundary: object | None, cli_env: Mapping[str, str],
+                     environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """The flag settings `env` of a session whose hook set runs built-in env-isolation (None: it is off). With the
+    prefix, when it has a place the agent cannot change (`prefix_path`): `flag_env`; without, env-isolation
+    rewrites and this only pins BASH_ENV. The names are env-isolation's own (its options, then the sidecar's
+    variables under its prefixes)."""
+    from hooks.builtin.env_isolation import INTERNAL_ENV_PREFIXES, INTERNAL_ENV_VARS, names_to_unset
+
+    hook = next((h for h in registry if getattr(h, "builtin", False) and getattr(h, "name", "") == "env-isolation"),
+                None)
+    if hook is None:
+        return None
+    options = getattr(getattr(hook, "fn", None), "options", None) or {}
+    names = tuple(options.get("names", INTERNAL_ENV_VARS)) + tuple(options.get("extra_names", ()))
+    prefixes = tuple(options.get("prefixes", INTERNAL_ENV_PREFIXES))
+    prefix, shell = prefix_path(boundary), cli_shell(cli_env)
+    if prefix is None or shell is None:
+        return dict(PINNED)  # env-isolation rewrites; the CLI's start-up shell still sources no BASH_ENV
+    return flag_env(prefix, shell, names_to_unset(os.environ if environ is None else environ, names, prefixes))
