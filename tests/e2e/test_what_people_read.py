@@ -1,34 +1,49 @@
-"""A person reads what the agent asked for, not env-isolation's `unset …;` prefix: in the permission prompt's title
+"""A person reads what the agent asked for, never env-isolation's `unset …;` prefix: in the permission prompt's title
 and in the memory's records; what will run (the prompt's `toolInput`) stays exact. Hooks after PreToolUse read the
-agent's command too, as Claude Code's would, and a PermissionRequest hook's rewrite still runs isolated."""
+agent's command too, as Claude Code's would, and a PermissionRequest hook's rewrite still runs isolated. Both ways
+env-isolation works: the CLI's shell prefix inside the boundary (the command stays the agent's), and the rewrite
+(no boundary, and the sidecar's files writable by this suite's user, so the prefix has no safe place)."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
+from sidecar.sandbox import backend_problem
 from tests.e2e.conftest import fixed_policy
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.cli]
 
 ASKED = "touch asked-marker # ask-user-probe"
+STEP = "touch step-marker && echo agent-step"  # tests/e2e/scenarios/read_base.yaml: a command the CLI asks about
+NO_BOX = backend_problem(os.environ.get("PATH"))
+# "auto": a boundary, env-isolation through the CLI's shell prefix; "off": no boundary, env-isolation rewrites.
+WAYS = [pytest.param("auto", marks=pytest.mark.skipif(NO_BOX is not None, reason=f"no sandbox here: {NO_BOX}")),
+        "off"]
 
 
-async def test_the_permission_title_and_the_memory_show_the_agents_own_command(sidecar) -> None:
+@pytest.mark.parametrize("sandbox", WAYS)
+async def test_the_permission_title_and_the_memory_show_the_agents_own_command(sidecar, sandbox: str) -> None:
     async with sidecar(permission=fixed_policy("allow_once")) as run:
-        session = await run.new_session("ask")
+        session = await run.new_session("ask", sandbox=sandbox)
         await run.prompt(session["sessionId"], "run the probe")
         hits = (await run.request("memory/search", {"query": "asked marker"}))["results"]
     [asked] = run.permission_requests
-    assert asked["toolInput"]["command"].startswith("unset ") and asked["toolInput"]["command"].endswith(ASKED)
+    if sandbox == "off":  # what will run: the rewritten command
+        assert asked["toolInput"]["command"].startswith("unset ") and asked["toolInput"]["command"].endswith(ASKED)
+    else:  # the agent's own, which runs through the prefix
+        assert asked["toolInput"]["command"] == ASKED
     assert asked["title"] == ASKED
     observed = [h for h in hits if h["kind"] == "observation"]
     assert observed and all("unset ANTHROPIC" not in h["text"] for h in observed), observed
     assert any(ASKED in h["text"] for h in observed)
 
 
-async def test_hooks_after_pre_tool_use_read_the_agents_command_and_a_rewrite_stays_isolated(sidecar) -> None:
+@pytest.mark.parametrize("sandbox", WAYS)
+async def test_hooks_after_pre_tool_use_read_the_agents_command_and_a_rewrite_stays_isolated(sidecar,
+                                                                                           sandbox: str) -> None:
     rewritten = 'echo "base=${ANTHROPIC_BASE_URL:-unset}"'
     async with sidecar(project="notes", trust=False, permission=fixed_policy("reject_once")) as run:
         log = run.project / "calls.jsonl"
@@ -42,13 +57,13 @@ async def test_hooks_after_pre_tool_use_read_the_agents_command_and_a_rewrite_st
             **{event: [{"matcher": "Bash", "hooks": [{"type": "command", "command": record}]}]
                for event in ("PreToolUse", "PostToolUse", "PostToolBatch")}}}))
         await run.trust()
-        sid = (await run.new_session("read_base"))["sessionId"]
+        sid = (await run.new_session("read_base", sandbox=sandbox))["sessionId"]
         assert (await run.prompt(sid, "take the step"))["stopReason"] == "end_turn"
         await run.end(sid)
     calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     seen = {c["hook_event_name"]: c.get("tool_input", {}).get("command") for c in calls}
-    assert seen["PreToolUse"] == "echo agent-step"
-    assert seen["PermissionRequest"] == "echo agent-step"  # not `unset …; echo agent-step`
+    assert seen["PreToolUse"] == STEP
+    assert seen["PermissionRequest"] == STEP  # not `unset …; <the step>`
     # nor a suggested rule for env-isolation's `unset …` part, which the CLI offers for the rewritten command
     [asked] = [c for c in calls if c["hook_event_name"] == "PermissionRequest"]
     rules = [r["ruleContent"] for s in asked["permission_suggestions"] for r in s.get("rules", [])]
@@ -56,9 +71,10 @@ async def test_hooks_after_pre_tool_use_read_the_agents_command_and_a_rewrite_st
     assert seen["PostToolUse"] == rewritten  # what ran, as the hook answered it, without the sidecar's prefix
     [batch] = [c for c in calls if c["hook_event_name"] == "PostToolBatch"]
     # the CLI gives PostToolBatch the call as the model made it; never with the sidecar's prefix
-    assert [t["tool_input"]["command"] for t in batch["tool_calls"]] == ["echo agent-step"]
+    assert [t["tool_input"]["command"] for t in batch["tool_calls"]] == [STEP]
     assert not run.permission_requests  # the hook answered; the user was not asked
-    # The hook's rewrite ran with env-isolation's prefix put back: the model's address was out of reach.
+    # The hook's rewrite ran isolated (the rewrite's prefix put back, or the CLI's shell prefix): the model's
+    # address was out of reach.
     [post] = [c for c in calls if c["hook_event_name"] == "PostToolUse"]
     assert "base=unset" in json.dumps(post["tool_response"])
 
@@ -86,8 +102,7 @@ async def test_a_hooks_ask_runs_the_permission_request_hooks_whose_deny_is_taken
         assert (await run.prompt(sid, "take the step"))["stopReason"] == "end_turn"
         await run.end(sid)
     calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    assert [(c["hook_event_name"], c["tool_input"]["command"]) for c in calls] == [
-        ("PermissionRequest", "echo agent-step")]
+    assert [(c["hook_event_name"], c["tool_input"]["command"]) for c in calls] == [("PermissionRequest", STEP)]
     assert bool(run.permission_requests) is asked_user
     [result] = [u for u in run.updates(sid, "tool_call_update") if u.get("status") in ("denied", "failed")]
     if verdict == "deny":

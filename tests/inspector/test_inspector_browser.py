@@ -67,6 +67,12 @@ def project(tmp_path: Path) -> Path:
     settings = json.loads((target / ".claude" / "settings.json").read_text())
     settings["hooks"]["PreToolUse"][0]["hooks"].append(
         {"type": "command", "name": "slow-check", "command": "sleep 1", "timeout": 10})
+    # A project hook that asks before every command: the question shows on the page (the demo's `ls -la` is a
+    # read-only command, which the CLI itself runs without one).
+    ask = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                  "permissionDecisionReason": "This project asks before every command."}}
+    settings["hooks"]["PreToolUse"][0]["hooks"].append(
+        {"type": "command", "name": "ask-first", "command": f"echo '{json.dumps(ask)}'", "timeout": 10})
     (target / ".claude" / "settings.json").write_text(json.dumps(settings))
     return target
 
@@ -81,7 +87,7 @@ def test_a_live_session_in_the_page_then_the_same_session_recorded(browser, proj
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url)
         page.wait_for_selector("body[data-ready='1']")
-        # The Bash listing is not allowed up front: the question shows on the page and is answered there.
+        # The project's ask-first hook asks about the listing: the question shows on the page and is answered there.
         card = page.wait_for_selector("[data-testid=permission]", timeout=60_000)
         assert "ls -la" in card.inner_text()
         card.query_selector("button[data-option='allow_once']").click()
@@ -93,9 +99,9 @@ def test_a_live_session_in_the_page_then_the_same_session_recorded(browser, proj
         assert protection.get_attribute("data-outcome") == "blocked"
         reason = protection.locator("[data-testid=reason]").inner_text()
         assert ".env" in reason and "protection" in reason
-        # The rewrite: the command that ran is the agent's own behind env-isolation's unset.
-        rewrite = page.locator("[data-hook='env-isolation'][data-decision='rewrite'] [data-testid=rewrite]").inner_text()
-        assert "unset " in rewrite and "ls -la" in rewrite
+        # The rewrite: the project's plain-output hook gave the agent's `ls -la` plain output.
+        rewrite = page.locator("[data-hook='plain-output'][data-decision='rewrite'] [data-testid=rewrite]").inner_text()
+        assert "ls -la --color=never" in rewrite
         # The slow hook: its duration, and a longer bar on the shared axis than the fast audit hook beside it.
         slow = hook_row(page, "slow-check")
         assert slow.get_attribute("data-outcome") == "success"
@@ -145,7 +151,7 @@ def test_a_live_session_in_the_page_then_the_same_session_recorded(browser, proj
         slow = hook_row(page, "slow-check")
         assert float(slow.locator("[data-testid=duration]").inner_text().split(" ms")[0]) >= 1000
         names = set(page.locator("[data-testid=hook]").evaluate_all("rows => rows.map(r => r.dataset.hook)"))
-        assert {"protection", "env-isolation", "audit-bash", "slow-check"} <= names, names
+        assert {"protection", "env-isolation", "plain-output", "audit-bash", "slow-check"} <= names, names
         page.screenshot(path=str(artefacts / "inspector-recorded.png"), full_page=True)
     finally:
         stop(proc)
@@ -328,7 +334,7 @@ def test_the_permission_card_shows_the_whole_command_it_approves(browser, projec
     """The card's title is one shortened line; what runs is the whole input. A command whose tail lies past the
     title's 200 characters, and on a second line, shows whole and as written on the card that approves it."""
     padding = "x" * 260
-    command = f"echo start-{padding}\necho HIDDEN-TAIL-RUNS-TOO"
+    command = f"echo start-{padding} > start.txt\necho HIDDEN-TAIL-RUNS-TOO > tail.txt"
     scenario = tmp_path / "long.json"
     scenario.write_text(json.dumps({"turns": [[{"tool_use": {"name": "Bash", "input": {
         "command": command, "description": "a long one"}}}], "done"], "default": "done"}))
@@ -340,7 +346,7 @@ def test_the_permission_card_shows_the_whole_command_it_approves(browser, projec
         title = card.inner_text().split("\n")[0]
         assert "HIDDEN-TAIL" not in title  # the title alone would not have shown it
         whole = card.query_selector("[data-testid=approved]").inner_text()
-        assert padding in whole and whole.rstrip().endswith("echo HIDDEN-TAIL-RUNS-TOO"), whole
+        assert padding in whole and whole.rstrip().endswith("echo HIDDEN-TAIL-RUNS-TOO > tail.txt"), whole
         assert "\n" in whole
         card.query_selector("button[data-option='reject_once']").click()
         page.wait_for_selector("[data-testid=result]", timeout=60_000)

@@ -1,0 +1,95 @@
+"""sidecar/shell_isolation.py and sidecar/shell_prefix.sh at their seams: the shell the CLI would pick, where the prefix
+may live, the flag settings it takes, and what the prefix itself does with a command line. Through the real CLI and
+sidecar: tests/security/test_shell_isolation.py."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hooks.builtin import builtin_registry
+from sidecar import shell_isolation as si
+
+
+def executable(path: Path) -> str:
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_the_shell_is_the_one_the_cli_would_pick(tmp_path: Path) -> None:
+    bash, zsh = executable(tmp_path / "bash"), executable(tmp_path / "zsh")
+    path = str(tmp_path)
+    # SHELL naming bash or zsh, and runnable: that one.
+    assert si.cli_shell({"SHELL": zsh, "PATH": path}) == zsh
+    # SHELL is fish: zsh first, the one on PATH.
+    assert si.cli_shell({"SHELL": "/usr/bin/fish", "PATH": path}) == zsh
+    # SHELL names a bash that is not there: bash first, the one on PATH.
+    assert si.cli_shell({"SHELL": "/nowhere/bash", "PATH": path}) == bash
+    # Nothing on PATH: the fixed folders (this machine has /bin/bash).
+    assert si.cli_shell({"SHELL": "/nowhere/bash", "PATH": str(tmp_path / "empty")}) in ("/bin/bash", "/usr/bin/bash")
+
+
+def test_the_prefix_outside_a_linux_box_is_used_only_where_the_session_cannot_write_above_it() -> None:
+    script = os.path.realpath(si.PREFIX_SCRIPT)
+    assert si.outside_path(["/somewhere/else", "/tmp/project"]) == script
+    assert si.outside_path([os.path.dirname(script)]) is None  # its folder is writable: it could be swapped
+    assert si.outside_path([str(Path(script).parents[2])]) is None  # a folder above it: one could be renamed
+    assert si.outside_path(["/"]) is None
+
+
+def test_inside_a_linux_box_the_prefix_sits_under_run_remounted_read_only() -> None:
+    assert si.bwrap_args(("/run", "/home/u/.ssh")) == ["--ro-bind", str(si.PREFIX_SCRIPT), si.INSIDE_PATH,
+                                                       "--remount-ro", "/run"]
+    assert si.bwrap_args(("/home/u/.ssh",)) == []  # no hidden /run: no place, the rewrite stays
+
+
+def test_the_flag_env_names_what_the_prefix_takes_out_and_pins_bash_env() -> None:
+    env = si.flag_env("/run/orion-shell/prefix", "/bin/bash", ["ANTHROPIC_BASE_URL", "ORION_X"])
+    assert env["CLAUDE_CODE_SHELL_PREFIX"] == "/run/orion-shell/prefix" and env["CLAUDE_CODE_SHELL"] == "/bin/bash"
+    assert env["BASH_ENV"] == ""
+    assert env["ORION_SHELL_UNSET"].split() == sorted({"ANTHROPIC_BASE_URL", "ORION_X", "BASH_ENV",
+                                                       *si.OWN_NAMES})
+
+
+def test_a_session_takes_env_isolations_own_names_and_nothing_without_it(tmp_path: Path) -> None:
+    registry = builtin_registry({"env-isolation": {"extra_names": ["MY_DEPLOY_TOKEN"]}}, data_dir=tmp_path,
+                                defer=True)
+    cli_env = {"PATH": os.environ["PATH"], "SHELL": "/bin/bash"}
+    box = type("B", (), {"platform": "linux", "plan": type("P", (), {"hidden_dirs": ("/run",)})()})()
+    env = si.session_flag_env(registry, box, cli_env, environ={"ORION_DATA_DIR": "x", "HOOK_TOKEN_A": "y"})
+    assert env is not None and env["CLAUDE_CODE_SHELL_PREFIX"] == si.INSIDE_PATH
+    assert {"MY_DEPLOY_TOKEN", "ANTHROPIC_API_KEY", "HOOK_TOKEN_A"} <= set(env["ORION_SHELL_UNSET"].split())
+    # No hidden /run in the plan: no safe place; env-isolation rewrites, BASH_ENV stays pinned.
+    bare = type("B", (), {"platform": "linux", "plan": type("P", (), {"hidden_dirs": ()})()})()
+    assert si.session_flag_env(registry, bare, cli_env) == si.PINNED
+    # env-isolation switched off: nothing at all.
+    off = builtin_registry({"env-isolation": {"enabled": False}}, data_dir=tmp_path, defer=True)
+    assert si.session_flag_env(off, box, cli_env) is None
+
+
+def run_prefix(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["/bin/sh", str(si.PREFIX_SCRIPT), *args], env={"PATH": os.environ["PATH"], **env},
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_the_prefix_unsets_only_names_and_runs_the_line_in_the_given_shell() -> None:
+    done = run_prefix('echo "a=${A-gone} b=${B-gone} c=${C-gone} own=${ORION_SHELL_UNSET-gone}${CLAUDE_CODE_SHELL-gone}"; '
+                      'echo "$0"',
+                      env={"A": "1", "B": "2", "C": "3", "CLAUDE_CODE_SHELL": "/bin/bash",
+                           # a word that is not a name never reaches unset (no option, no glob, no command)
+                           "ORION_SHELL_UNSET": "A -v C* $(touch${IFS}x) 9Z B"})
+    assert done.returncode == 0, done.stderr
+    first, shell = done.stdout.splitlines()
+    assert first == "a=gone b=gone c=3 own=gonegone"
+    assert shell == "/bin/bash"  # the command line ran in CLAUDE_CODE_SHELL
+
+
+@pytest.mark.parametrize("args", [(), ("echo one", "echo two")])
+def test_the_prefix_refuses_anything_but_one_command_line(args: tuple[str, ...]) -> None:
+    done = run_prefix(*args, env={"CLAUDE_CODE_SHELL": "/bin/sh"})
+    assert done.returncode == 126 and "one command line" in done.stderr
