@@ -20,7 +20,8 @@ _LOADER = re.compile(r"^(PATH|LD_.*|DYLD_.*|PYTHON.*|NODE_OPTIONS|NODE_PATH|BASH
                      r"GIT_.*|SHELL|IFS|PS4|PROMPT_COMMAND)$")
 
 
-def _block(path: Path) -> dict[str, str]:
+def env_block(path: Path) -> dict[str, str]:
+    """The `env` block of one settings file (string names and values only); {} when there is none or it cannot be read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -44,7 +45,7 @@ def settings_env(sources: list[str], project_dir: Path) -> dict[str, str]:
     if "local" in sources:
         files.append(("local", project_dir / ".claude" / "settings.local.json"))
     for kind, path in files:
-        for name, value in _block(path).items():
+        for name, value in env_block(path).items():
             if _CREDENTIAL.search(name) or (kind != "user" and _LOADER.match(name)):
                 continue
             merged[name] = value

@@ -639,6 +639,18 @@ class SessionManager:
         shell_env = session_flag_env(hookset.registry, sandbox.boundary, cli_env) or {}
         if "CLAUDE_CODE_SHELL_PREFIX" in shell_env:  # env-isolation leaves the commands as written: the prefix isolates
             context.state[ISOLATED_BY_SHELL_PREFIX] = True
+            log.info("session %s: env-isolation through the CLI's shell prefix %s", sid,
+                     shell_env["CLAUDE_CODE_SHELL_PREFIX"])
+            from sidecar.shell_isolation import users_own_prefix
+
+            if users_own_prefix(settings["sources"]):
+                hookset.warnings.append(
+                    "The CLAUDE_CODE_SHELL_PREFIX of your Claude Code settings does not run in Orion's sessions: "
+                    "Orion's own shell prefix takes its place (it keeps the sidecar's variables out of the agent's "
+                    "commands; docs/SECURITY.md).")
+        elif shell_env:
+            log.info("session %s: env-isolation rewrites Bash commands (no place for the shell prefix that the agent "
+                     "could not change)", sid)
         config = AgentConfig(
             project_dir=project,
             session_id=sid,

@@ -104,7 +104,8 @@ def prefix_path(boundary: object | None) -> str | None:
         return outside_path(None)
     plan = getattr(boundary, "plan")
     if getattr(boundary, "platform", "") == "linux":
-        return INSIDE_PATH if bwrap_args(plan.hidden_dirs) else None
+        # An install that lost the file's mode (a data file need not keep it) would fail every command: rewrite then.
+        return INSIDE_PATH if bwrap_args(plan.hidden_dirs) and os.access(PREFIX_SCRIPT, os.X_OK) else None
     # macOS: the Seatbelt profile's writable places (BoxPlan.seatbelt_profile) besides the plan's own.
     return outside_path([*plan.writable, "/private/tmp", "/private/var/folders", "/tmp", "/var/folders"])
 
@@ -128,3 +129,14 @@ def session_flag_env(registry: Iterable[object], boundary: object | None, cli_en
     if prefix is None or shell is None:
         return dict(PINNED)  # env-isolation rewrites; the CLI's start-up shell still sources no BASH_ENV
     return flag_env(prefix, shell, names_to_unset(os.environ if environ is None else environ, names, prefixes))
+
+
+def users_own_prefix(sources: Iterable[str]) -> str | None:
+    """The `CLAUDE_CODE_SHELL_PREFIX` of the user's own Claude Code settings `env`, when the session's CLI reads them:
+    Orion's flag settings take its place, and the session says so (a user's audit wrapper must not stop silently)."""
+    if "user" not in sources:
+        return None
+    from hooks.paths import claude_user_settings_path
+    from hooks.settings_env import env_block
+
+    return env_block(claude_user_settings_path()).get("CLAUDE_CODE_SHELL_PREFIX", "").strip() or None

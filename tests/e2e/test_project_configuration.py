@@ -4,20 +4,25 @@ hooks still run once, in the sidecar; `settingSources` and `builtinHooks` let th
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from hooks.builtin import BUILTIN_HOOK_NAMES
+from sidecar.sandbox import backend_problem
 from tests.e2e.conftest import fixed_policy
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 
 CODEWORD = "PROJECT-MEMO-ultramarine-otter"
 BUILTIN_SOURCE = "builtin"
-# Every built-in hook but env-isolation: when a hook rewrites a Bash command, the CLI (2.1.330) asks about it
-# whatever allow rules the settings files hold (only allowedTools still applies); docs/FIDELITY.md.
-NO_REWRITE = [name for name in BUILTIN_HOOK_NAMES if name != "env-isolation"]
+# Every built-in hook, env-isolation included, where the session has an OS boundary: env-isolation then works through
+# the CLI's shell prefix and leaves the command as the agent wrote it, so the settings' allow rules apply. Without
+# a boundary (and with this suite's own files writable) it rewrites the command, and the CLI (2.1.330) asks about a
+# rewritten command whatever the rules say (docs/FIDELITY.md): there, every built-in but env-isolation.
+BUILTINS = (BUILTIN_HOOK_NAMES if backend_problem(os.environ.get("PATH")) is None
+            else [name for name in BUILTIN_HOOK_NAMES if name != "env-isolation"])
 
 
 def configure(project: Path, allow: list[str], hook_log: Path | None = None) -> None:
@@ -40,7 +45,7 @@ async def test_a_trusted_projects_rules_and_claude_md_reach_the_cli_and_its_hook
     async with sidecar(project="notes", trust=False) as run:
         configure(run.project, ["Bash"], hook_log)
         await run.trust()
-        created = await run.new_session("config_bash", builtinHooks=NO_REWRITE)
+        created = await run.new_session("config_bash", builtinHooks=list(BUILTINS))
         assert created["settings"] == {"sources": ["user", "project", "local"], "withheld": [], "reason": None}
         sid = created["sessionId"]
         await run.prompt(sid, "run it")
@@ -57,7 +62,7 @@ async def test_a_trusted_projects_rules_and_claude_md_reach_the_cli_and_its_hook
 async def test_an_untrusted_project_that_allows_every_tool_still_gets_the_prompt(sidecar) -> None:
     async with sidecar(project="notes", trust=False) as run:
         configure(run.project, ["Bash(*)", "Bash"])
-        created = await run.new_session("config_bash", builtinHooks=NO_REWRITE)
+        created = await run.new_session("config_bash", builtinHooks=list(BUILTINS))
         assert created["settings"]["sources"] == ["user"]
         assert created["settings"]["withheld"] == ["project", "local"]
         assert "not trusted" in created["settings"]["reason"]
@@ -71,7 +76,7 @@ async def test_no_setting_sources_reads_nothing_even_when_trusted(sidecar) -> No
     async with sidecar(project="notes", trust=False) as run:
         configure(run.project, ["Bash"])
         await run.trust()
-        created = await run.new_session("config_bash", settingSources=[], builtinHooks=NO_REWRITE)
+        created = await run.new_session("config_bash", settingSources=[], builtinHooks=list(BUILTINS))
         assert created["settings"] == {"sources": [], "withheld": [], "reason": None}
         await run.prompt(created["sessionId"], "run it")
         assert [r["toolName"] for r in run.permission_requests] == ["Bash"]

@@ -93,3 +93,14 @@ def test_the_prefix_unsets_only_names_and_runs_the_line_in_the_given_shell() -> 
 def test_the_prefix_refuses_anything_but_one_command_line(args: tuple[str, ...]) -> None:
     done = run_prefix(*args, env={"CLAUDE_CODE_SHELL": "/bin/sh"})
     assert done.returncode == 126 and "one command line" in done.stderr
+
+
+def test_a_prefix_of_the_users_own_settings_is_named_so_the_session_can_say_it_does_not_run(tmp_path: Path,
+                                                                                             monkeypatch) -> None:
+    settings = tmp_path / "settings.json"
+    monkeypatch.setenv("ORION_CLAUDE_USER_SETTINGS", str(settings))
+    settings.write_text('{"env": {"CLAUDE_CODE_SHELL_PREFIX": "/usr/local/bin/audit-wrap"}}')
+    assert si.users_own_prefix(["user", "project"]) == "/usr/local/bin/audit-wrap"
+    assert si.users_own_prefix(["project", "local"]) is None  # the session's CLI does not read the user's file
+    settings.write_text('{"env": {"OTHER": "1"}}')
+    assert si.users_own_prefix(["user"]) is None
