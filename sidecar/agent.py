@@ -759,8 +759,11 @@ class AgentSession:
                                 not_connected=True)
         name = f"mcp__{_MCP_NAME.sub('_', server)}__{_MCP_NAME.sub('_', tool)}"
         try:
-            return await query._send_control_request({"subtype": "mcp_call", "tool": name, "arguments": arguments},
-                                                     timeout=timeout_s)
+            # result_not_for_model: the hook reads the server's own content blocks, as the CLI's own mcp_tool hook
+            # does (text blocks beside structured content stay; 2.1.330 says mcp_call_result_not_for_model_v1). The
+            # answer is a hook's output, parsed and capped as any hook's, never handed to the model as a tool result.
+            return await query._send_control_request({"subtype": "mcp_call", "tool": name, "arguments": arguments,
+                                                      "result_not_for_model": True}, timeout=timeout_s)
         except Exception as exc:  # noqa: BLE001 - the CLI's control error: its message says what failed
             message = str(exc)
             if message.startswith("Control request timeout"):

@@ -78,17 +78,18 @@ def _lookup(payload: Any, path: str) -> str:
 
 
 def answer_text(answer: dict[str, Any]) -> str:
-    """The text of a tool's answer as the hook reads it: its text blocks. Through `mcp_call` the CLI hands back the
-    JSON of the structured content in place of the blocks when a tool has some; a tool of the MCP SDKs that returned
-    a plain value has it wrapped as `{"result": value}`, whose text block is that value."""
+    """The text of a tool's answer as the hook reads it, as Claude Code's own mcp_tool hook does: its text blocks.
+    The sidecar asks `mcp_call` for the server's own blocks (`result_not_for_model`, sidecar/agent.py); a CLI
+    without that hands back the JSON of the structured content in place of the blocks, where a tool of the MCP SDKs
+    that returned a plain value has it wrapped as `{"result": value}`, whose text block was that value."""
     content = answer.get("content")
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     structured = answer.get("structuredContent")
     if isinstance(structured, dict) and set(structured) == {"result"} and isinstance(structured["result"], str):
         return structured["result"]
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
 
 

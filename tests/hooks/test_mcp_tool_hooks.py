@@ -106,6 +106,9 @@ def test_the_answer_text_is_the_text_blocks_or_the_sdks_wrapped_string() -> None
     assert answer_text({"content": '{"result":"{}"}', "structuredContent": {"result": "{}"}}) == "{}"
     assert answer_text({"content": '{"decision":"block"}', "structuredContent": {"decision": "block"}}) == \
         '{"decision":"block"}'
+    # The server's own blocks (result_not_for_model): a text block beside structured content is what is read.
+    assert answer_text({"content": [{"type": "text", "text": "the text"}],
+                        "structuredContent": {"result": "something else"}}) == "the text"
 
 
 @pytest.mark.asyncio
