@@ -173,6 +173,9 @@ class AgentConfig:
     # shell prefix, the agent's command as written (or, where the prefix has no safe place, only BASH_ENV pinned and
     # env-isolation rewrites). Empty: env-isolation is off.
     shell_env: dict[str, str] = field(default_factory=dict)
+    # A trusted project's permission rules ({"allow"|"ask"|"deny": [...]}) for the flag settings, when the CLI's own
+    # config (the user's) has not trusted the project and would ignore them (sidecar/sessions.py).
+    permission_rules: dict[str, list[str]] = field(default_factory=dict)
     # A member of an agent team the app runs ({"name", "team"}): the CLI starts as that teammate.
     teammate: dict[str, str] | None = None
 
@@ -445,13 +448,17 @@ class AgentSession:
         return args
 
     def _flag_settings(self) -> str:
-        """NO_SETTINGS_HOOKS plus the sandbox, the plugins held back and the shell prefix's variables: flag settings
-        outrank the user's, project and local ones, so none of them can undo these."""
-        if self.config.sandbox is None and not self.config.disabled_plugins and not self.config.shell_env:
+        """NO_SETTINGS_HOOKS plus the sandbox, the plugins held back, the shell prefix's variables and a trusted
+        project's rules the CLI would otherwise ignore: flag settings outrank the user's, project and local ones, so
+        none of them can undo these."""
+        cfg = self.config
+        if cfg.sandbox is None and not cfg.disabled_plugins and not cfg.shell_env and not cfg.permission_rules:
             return NO_SETTINGS_HOOKS
         flags: dict[str, Any] = json.loads(NO_SETTINGS_HOOKS)
-        if self.config.shell_env:
-            flags["env"] = dict(self.config.shell_env)
+        if cfg.shell_env:
+            flags["env"] = dict(cfg.shell_env)
+        if cfg.permission_rules:
+            flags["permissions"] = {kind: list(rules) for kind, rules in cfg.permission_rules.items()}
         if self.config.sandbox is not None:
             flags["sandbox"] = self.config.sandbox
         if self.config.disabled_plugins:

@@ -569,8 +569,13 @@ class SessionManager:
                 raise ResourceNotFound(f"session {fork_from.session_id} has no conversation in {project} to fork "
                                        "(its CLI transcript is gone, or it belongs to another project)",
                                        data={"sessionId": fork_from.session_id, "cwd": str(project)})
+        carried_rules: dict[str, list[str]] = {}
         if "project" in settings["sources"]:
-            await anyio.to_thread.run_sync(accept_workspace_in_cli, config_dir, project, data_dir)
+            if not await anyio.to_thread.run_sync(accept_workspace_in_cli, config_dir, project, data_dir):
+                # The user's own CLI config: Orion does not write it. Where it has not trusted the project, the
+                # CLI would ignore the project's permission rules; the flag settings carry them.
+                carried_rules = await anyio.to_thread.run_sync(
+                    project_rules_for_flags, config_dir, cli_env, project, list(settings["sources"]))
         phases.mark("sandbox decision")
         notify = self._notify
 
@@ -657,6 +662,7 @@ class SessionManager:
             model=model_name,
             env=cli_env,
             shell_env=shell_env,
+            permission_rules=carried_rules,
             clean_env=True,
             sandbox=cli_settings(sandbox),
             boundary=sandbox.boundary,
@@ -1370,6 +1376,52 @@ def accept_workspace_in_cli(config_dir: Path, project: Path, data_dir: Path) -> 
         entry["hasTrustDialogAccepted"] = True
     write_private_json(path, data)
     return True
+
+
+def cli_trusts_workspace(config_dir: Path, env: dict[str, str], project: Path) -> bool:
+    """Whether the CLI's own config says the user accepted its trust dialog for `project` or a folder above it
+    (`projects.<path>.hasTrustDialogAccepted` in `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`)."""
+    path = (config_dir / ".claude.json" if env.get("CLAUDE_CONFIG_DIR")
+            else Path(env.get("HOME") or Path.home()) / ".claude.json")
+    try:
+        projects = json.loads(path.read_text(encoding="utf-8")).get("projects")
+    except (OSError, ValueError, AttributeError):
+        return False
+    if not isinstance(projects, dict):
+        return False
+    for folder in (project, *project.parents):
+        entry = projects.get(str(folder))
+        if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
+            return True
+    return False
+
+
+def project_rules_for_flags(config_dir: Path, env: dict[str, str], project: Path,
+                            sources: list[str]) -> dict[str, list[str]]:
+    """The permission rules (`allow`, `ask`, `deny`) of a trusted project's settings files the session's CLI reads,
+    for its flag settings, when the CLI's own config has not trusted the project: Orion's trust record stands where
+    Claude Code's dialog would (measured on 2.1.330: without its flag the CLI ignores the project's allow rules; flag
+    settings rules apply). {} when the CLI trusts the project itself, or the files hold none."""
+    if cli_trusts_workspace(config_dir, env, project):
+        return {}
+    files = [project / ".claude" / "settings.json"]
+    if "local" in sources:
+        files.append(project / ".claude" / "settings.local.json")
+    rules: dict[str, list[str]] = {}
+    for path in files:
+        try:
+            permissions = json.loads(path.read_text(encoding="utf-8")).get("permissions")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if not isinstance(permissions, dict):
+            continue
+        for kind in ("allow", "ask", "deny"):
+            listed = permissions.get(kind)
+            kept = rules.setdefault(kind, [])
+            for rule in listed if isinstance(listed, list) else []:
+                if isinstance(rule, str) and rule not in kept:
+                    kept.append(rule)
+    return {kind: listed for kind, listed in rules.items() if listed}
 
 
 def cli_config_dir(env: dict[str, str]) -> Path:

@@ -97,3 +97,34 @@ async def test_builtin_hooks_off_or_chosen_by_name(sidecar) -> None:
         with pytest.raises(Exception) as info:
             await run.new_session("config_bash", builtinHooks=["protectoin"])
         assert "protectoin" in str(getattr(info.value, "message", info.value))
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_a_real_model_session_honours_a_trusted_projects_rules_the_users_own_cli_never_trusted(
+        sidecar, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool) -> None:
+    """A real-model session's CLI reads the user's own config, which Orion never writes; the user never opened this
+    project in `claude`, so the CLI would ignore its allow rules (measured). Orion's trust carries them in the flag
+    settings; an untrusted project's rules reach nothing."""
+    from sidecar.sessions import cli_trusts_workspace
+    from tests.e2e.test_real_model_credentials import OFFLINE, scripted_gateway
+
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    config = tmp_path / "users-claude"  # the user's Claude Code config: no trust recorded for the project
+    config.mkdir()
+    with scripted_gateway(tmp_path, probe="touch ruled.txt") as (url, _log):
+        env = {**OFFLINE, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "gateway-key-not-a-real-one",
+               "CLAUDE_CONFIG_DIR": str(config)}
+        async with sidecar(project="notes", trust=False, env=env) as run:  # a question is refused
+            configure(run.project, ["Bash(touch ruled.txt)"])
+            if trusted:
+                await run.trust()
+            new = await run.request("session/new", {"projectDir": str(run.project)}, timeout=90.0)
+            await run.prompt(new["sessionId"], "run it", timeout=90.0)
+            await run.end(new["sessionId"])
+            asked = [r["toolName"] for r in run.permission_requests]
+    # Orion wrote no trust into the user's own config: the bare `claude` still asks the user about this project.
+    assert not cli_trusts_workspace(config, {"CLAUDE_CONFIG_DIR": str(config)}, run.project)
+    if trusted:
+        assert asked == [] and (run.project / "ruled.txt").exists()
+    else:
+        assert asked == ["Bash"] and not (run.project / "ruled.txt").exists()

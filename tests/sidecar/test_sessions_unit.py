@@ -3,6 +3,7 @@ session/new."""
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ import pytest
 
 from hooks.types import AggregateResult, SessionContext
 from ipc.errors import SessionBusy, SessionNotFound
-from sidecar.sessions import AFTER_TURN_EVENTS, Session, SessionManager, SessionSettings
+from sidecar.sessions import (AFTER_TURN_EVENTS, Session, SessionManager, SessionSettings, cli_trusts_workspace,
+                              project_rules_for_flags)
 
 
 
@@ -313,3 +315,28 @@ async def test_waiting_prompts_run_in_arrival_order_and_the_queue_is_bounded(tmp
             assert agent.prompts == ["first"]
             agent.release.set()
     assert agent.prompts == done == ["first", *(f"waiting-{i}" for i in range(PROMPT_QUEUE_LIMIT))]
+
+
+def test_a_trusted_projects_rules_go_to_the_flag_settings_only_where_the_cli_has_not_trusted_it(tmp_path) -> None:
+    project, config = tmp_path / "work" / "app", tmp_path / "config"
+    (project / ".claude").mkdir(parents=True)
+    config.mkdir()
+    (project / ".claude" / "settings.json").write_text(json.dumps(
+        {"permissions": {"allow": ["Bash(npm test)", 7], "deny": ["Read(./secrets/**)"], "defaultMode": "acceptEdits"}}))
+    (project / ".claude" / "settings.local.json").write_text(json.dumps(
+        {"permissions": {"allow": ["Bash(npm test)", "Bash(make)"], "ask": ["Bash(git push:*)"]}}))
+    env = {"CLAUDE_CONFIG_DIR": str(config)}
+    # Only rules, only strings, each once; the local file only when the session reads it; no defaultMode.
+    assert project_rules_for_flags(config, env, project, ["user", "project", "local"]) == {
+        "allow": ["Bash(npm test)", "Bash(make)"], "ask": ["Bash(git push:*)"], "deny": ["Read(./secrets/**)"]}
+    assert project_rules_for_flags(config, env, project, ["user", "project"]) == {
+        "allow": ["Bash(npm test)"], "deny": ["Read(./secrets/**)"]}
+    # The user's CLI trusted the project, or a folder above it: the CLI applies the rules itself.
+    (config / ".claude.json").write_text(json.dumps({"projects": {str(project.parent): {"hasTrustDialogAccepted": True}}}))
+    assert cli_trusts_workspace(config, env, project)
+    assert project_rules_for_flags(config, env, project, ["user", "project", "local"]) == {}
+    # Without CLAUDE_CONFIG_DIR the CLI's state file is ~/.claude.json.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".claude.json").write_text(json.dumps({"projects": {str(project): {"hasTrustDialogAccepted": False}}}))
+    assert not cli_trusts_workspace(home / ".claude", {"HOME": str(home)}, project)
