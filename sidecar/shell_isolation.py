@@ -10,10 +10,10 @@ Why this and not a rewrite of the command (`unset …; <command>`, built-in env-
 the fallback): the CLI judges a rewritten command as a new one, so its read-only commands and the settings' allow
 rules stopped applying and every Bash call asked (docs/FIDELITY.md).
 
-Why it holds (docs/SECURITY.md "Sandbox"):
-- the three variables are in the CLI's *flag* settings `env`, which outrank the user's, the project's and the
-  local settings' `env` (measured: a project's `CLAUDE_CODE_SHELL_PREFIX: ""` or another shell does not undo
-  them), and the CLI's command line is not the agent's to change;
+Why it holds (docs/SECURITY.md "Guards"):
+- its variables are in the CLI's *flag* settings `env`, which outrank the user's, the project's and the local
+  settings' `env` (measured: a project's `CLAUDE_CODE_SHELL_PREFIX: ""`, another shell or an empty list of names
+  does not undo them), and the CLI's command line is not the agent's to change;
 - the prefix is a file the agent cannot change or put something else in place of, by any path: inside a Linux
   boundary it is bound read-only at `INSIDE_PATH`, under the box's `/run`, which is remounted read-only (a file in
   a writable tree could be swapped by renaming a folder above it, whatever its own mount says); elsewhere the
@@ -34,7 +34,6 @@ PREFIX_SCRIPT = Path(__file__).resolve().parent / "shell_prefix.sh"
 # read-only after the bind, so neither the file nor a folder above it can be renamed, replaced or chmod-ed.
 RUN_DIR = "/run"
 INSIDE_PATH = "/run/orion-shell/prefix"
-STATE_KEY = "orion.shell_prefix"  # SessionContext.state: set when the session's CLI isolates through the prefix
 # Variables the prefix itself brings into the CLI's environment, taken out with the rest.
 OWN_NAMES = ("CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", "ORION_SHELL_UNSET")
 # Pinned empty whenever env-isolation is on (flag_env says why).
