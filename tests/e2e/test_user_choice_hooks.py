@@ -26,19 +26,18 @@ def asked_commands(run) -> list[str]:
 
 
 async def test_auto_approve_answers_only_the_plain_commands_the_user_listed(sidecar, tmp_path: Path) -> None:
-    env = user_settings(tmp_path, {"auto-approve": {"enabled": True, "bashAllow": ["echo *"]}})
+    env = user_settings(tmp_path, {"auto-approve": {"enabled": True, "bashAllow": ["touch *"]}})
     async with sidecar("notes", trust=False, permission=fixed_policy("allow_once"), env=env) as run:
         session = await run.new_session("approve")
         result = await run.prompt(session["sessionId"], "go")
     assert result["stopReason"] == "end_turn"
-    # `echo approved-by-user` matched the user's pattern: nobody was asked. `echo asked; echo again` has an operator:
-    # the user was asked, as without the hook.
+    # `touch approved-by-user` matched the user's pattern: nobody was asked. `touch asked; touch again` has an
+    # operator: the user was asked, as without the hook.
     assert len(run.permission_requests) == 1, run.permission_requests
-    assert "echo asked; echo again" in json.dumps(run.permission_requests[0])
+    assert "touch asked; touch again" in json.dumps(run.permission_requests[0])
     approvals = [e for e in run.named("hook_response") if e["hookName"] == "auto-approve"]
     assert [e["event"] for e in approvals] == ["PermissionRequest", "PermissionRequest"]
-    outputs = [u.get("output") for u in run.updates(session["sessionId"], "tool_call_update")]
-    assert any("approved-by-user" in str(o) for o in outputs)
+    assert (run.project / "approved-by-user").exists()
 
 
 async def test_a_project_cannot_turn_on_auto_approve(sidecar, tmp_path: Path) -> None:
