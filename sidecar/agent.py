@@ -459,10 +459,10 @@ class AgentSession:
             flags["env"] = dict(cfg.shell_env)
         if cfg.permission_rules:
             flags["permissions"] = {kind: list(rules) for kind, rules in cfg.permission_rules.items()}
-        if self.config.sandbox is not None:
-            flags["sandbox"] = self.config.sandbox
-        if self.config.disabled_plugins:
-            flags["enabledPlugins"] = {plugin_id: False for plugin_id in self.config.disabled_plugins}
+        if cfg.sandbox is not None:
+            flags["sandbox"] = cfg.sandbox
+        if cfg.disabled_plugins:
+            flags["enabledPlugins"] = {plugin_id: False for plugin_id in cfg.disabled_plugins}
         return json.dumps(flags)
 
     def _cli_env_and_path(self) -> tuple[dict[str, str], str | None]:

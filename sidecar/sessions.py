@@ -639,15 +639,13 @@ class SessionManager:
             if files_offered and not files:
                 client_tools["filesReason"] = "the session's file tools run inside its OS boundary"
         from hooks.builtin.env_isolation import ISOLATED_BY_SHELL_PREFIX
-        from sidecar.shell_isolation import session_flag_env
+        from sidecar.shell_isolation import session_flag_env, users_own_prefix
 
         shell_env = session_flag_env(hookset.registry, sandbox.boundary, cli_env) or {}
         if "CLAUDE_CODE_SHELL_PREFIX" in shell_env:  # env-isolation leaves the commands as written: the prefix isolates
             context.state[ISOLATED_BY_SHELL_PREFIX] = True
             log.info("session %s: env-isolation through the CLI's shell prefix %s", sid,
                      shell_env["CLAUDE_CODE_SHELL_PREFIX"])
-            from sidecar.shell_isolation import users_own_prefix
-
             if users_own_prefix(settings["sources"]):
                 hookset.warnings.append(
                     "The CLAUDE_CODE_SHELL_PREFIX of your Claude Code settings does not run in Orion's sessions: "
