@@ -7,6 +7,12 @@ from pathlib import Path
 
 import pytest
 
+# anyio imports its subprocess module lazily, at a test's first `anyio.open_process`, and pytest rewrites a plugin's
+# modules on import (anyio ships a pytest plugin). Rewritten deep inside a running event loop, CPython 3.11.7's
+# parser can fail with "AST constructor recursion depth mismatch" (seen when tests/sidecar/test_agent_unit.py ran
+# before tests/e2e/test_plugins.py): import it here, at the top of the stack.
+import anyio._core._subprocesses  # noqa: F401
+
 
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
