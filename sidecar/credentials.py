@@ -98,7 +98,7 @@ def managed_settings_files(directory: Path | None = None) -> list[Path]:
     return [f for f in files if f.is_file()]
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json_object(path: Path) -> dict[str, Any]:
     """The file's JSON object, or {} when it is missing, unreadable, too large or not an object."""
     try:
         if not path.is_file() or path.stat().st_size > _MAX_FILE_BYTES:
@@ -127,11 +127,11 @@ def find_credential(
     files = ClaudeFiles.for_env(env)
     # Highest first: the CLI merges managed settings over the user's.
     settings: list[tuple[str, dict[str, Any]]] = [
-        (f"managed settings {path}", _read_json(path))
+        (f"managed settings {path}", read_json_object(path))
         for path in (managed_settings if managed_settings is not None else managed_settings_files())
     ]
     if user_settings:
-        settings.append((f"user settings {files.user_settings}", _read_json(files.user_settings)))
+        settings.append((f"user settings {files.user_settings}", read_json_object(files.user_settings)))
 
     def variable(name: str) -> tuple[str | None, str]:
         """``name``'s value for the CLI and where it comes from: the highest settings file whose env block sets it
@@ -161,12 +161,12 @@ def find_credential(
 
 def _login(files: ClaudeFiles) -> Credential | None:
     """The CLI's own login (``claude /login``), if it left what the CLI needs."""
-    oauth = _read_json(files.credentials).get("claudeAiOauth")
+    oauth = read_json_object(files.credentials).get("claudeAiOauth")
     if isinstance(oauth, dict) and _set(oauth.get("accessToken")):
         scopes = oauth.get("scopes")
         if isinstance(scopes, list) and INFERENCE_SCOPE in scopes:
             return Credential("claude.ai login", str(files.credentials))
-    config = _read_json(files.global_config)
+    config = read_json_object(files.global_config)
     if _set(config.get("primaryApiKey")):
         return Credential("Console login", str(files.global_config))
     # On macOS the OAuth token is in the Keychain, which is not read here: the account the login recorded stands for it.

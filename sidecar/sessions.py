@@ -1381,10 +1381,9 @@ def cli_trusts_workspace(config_dir: Path, env: dict[str, str], project: Path) -
     (`projects.<path>.hasTrustDialogAccepted` in `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`)."""
     path = (config_dir / ".claude.json" if env.get("CLAUDE_CONFIG_DIR")
             else Path(env.get("HOME") or Path.home()) / ".claude.json")
-    try:
-        projects = json.loads(path.read_text(encoding="utf-8")).get("projects")
-    except (OSError, ValueError, AttributeError):
-        return False
+    from sidecar.credentials import read_json_object
+
+    projects = read_json_object(path).get("projects")
     if not isinstance(projects, dict):
         return False
     for folder in (project, *project.parents):
@@ -1406,11 +1405,10 @@ def project_rules_for_flags(config_dir: Path, env: dict[str, str], project: Path
     if "local" in sources:
         files.append(project / ".claude" / "settings.local.json")
     rules: dict[str, list[str]] = {}
+    from sidecar.credentials import read_json_object
+
     for path in files:
-        try:
-            permissions = json.loads(path.read_text(encoding="utf-8")).get("permissions")
-        except (OSError, ValueError, AttributeError):
-            continue
+        permissions = read_json_object(path).get("permissions")
         if not isinstance(permissions, dict):
             continue
         for kind in ("allow", "ask", "deny"):
