@@ -639,21 +639,22 @@ class SessionManager:
             if files_offered and not files:
                 client_tools["filesReason"] = "the session's file tools run inside its OS boundary"
         from hooks.builtin.env_isolation import ISOLATED_BY_SHELL_PREFIX
-        from sidecar.shell_isolation import session_flag_env, users_own_prefix
+        from sidecar.shell_isolation import managed_prefix, session_flag_env, users_own_prefix
 
-        shell_env = session_flag_env(hookset.registry, sandbox.boundary, cli_env) or {}
+        own_prefix = users_own_prefix(settings["sources"], cli_env)
+        shell_env = session_flag_env(hookset.registry, sandbox.boundary, cli_env, own_prefix=own_prefix) or {}
         if "CLAUDE_CODE_SHELL_PREFIX" in shell_env:  # env-isolation leaves the commands as written: the prefix isolates
             context.state[ISOLATED_BY_SHELL_PREFIX] = True
-            log.info("session %s: env-isolation through the CLI's shell prefix %s", sid,
-                     shell_env["CLAUDE_CODE_SHELL_PREFIX"])
-            if users_own_prefix(settings["sources"]):
-                hookset.warnings.append(
-                    "The CLAUDE_CODE_SHELL_PREFIX of your Claude Code settings does not run in Orion's sessions: "
-                    "Orion's own shell prefix takes its place (it keeps the sidecar's variables out of the agent's "
-                    "commands; docs/SECURITY.md).")
+            log.info("session %s: env-isolation through the CLI's shell prefix %s%s", sid,
+                     shell_env["CLAUDE_CODE_SHELL_PREFIX"], f", then the user's own {own_prefix}" if own_prefix else "")
         elif shell_env:
-            log.info("session %s: env-isolation rewrites Bash commands (no place for the shell prefix that the agent "
-                     "could not change)", sid)
+            if managed_prefix():
+                hookset.warnings.append(
+                    "Your organization's managed Claude Code settings set CLAUDE_CODE_SHELL_PREFIX, which outranks "
+                    "Orion's own: env-isolation rewrites each Bash command instead (`unset …; <command>`), so each is "
+                    "asked about as a new command (docs/SECURITY.md).")
+            log.info("session %s: env-isolation rewrites Bash commands (the launcher's ORION_SHELL_PREFIX, a managed "
+                     "settings' prefix, or no place for the prefix that the agent could not change)", sid)
         config = AgentConfig(
             project_dir=project,
             session_id=sid,

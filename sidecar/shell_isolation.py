@@ -14,16 +14,29 @@ Why it holds (docs/SECURITY.md "Guards"):
 - its variables are in the CLI's *flag* settings `env`, which outrank the user's, the project's and the local
   settings' `env` (measured: a project's `CLAUDE_CODE_SHELL_PREFIX: ""`, another shell or an empty list of names
   does not undo them), and the CLI's command line is not the agent's to change;
-- the prefix is a file the agent cannot change or put something else in place of, by any path: inside a Linux
-  boundary it is bound read-only at `INSIDE_PATH`, under the box's `/run`, which is remounted read-only (a file in
-  a writable tree could be swapped by renaming a folder above it, whatever its own mount says); elsewhere the
-  package's own file is used only when no folder above it is one the session can write (`outside_path`), else
-  the session falls back to the rewrite.
+- inside an OS boundary the prefix is a file the agent cannot change or put something else in place of, by any
+  path: inside a Linux boundary it is bound read-only at `INSIDE_PATH`, under the box's `/run`, which is remounted
+  read-only (a file in a writable tree could be swapped by renaming a folder above it, whatever its own mount
+  says); inside a macOS boundary the package's own file is used only when no folder above it is one the session
+  can write (`outside_path`), else the session falls back to the rewrite;
+- without a boundary (`sandbox: "off"`, or none on this machine) the package's own file is used (`unconfined_path`):
+  the commands there run as the user, unconfined, and can read the CLI's own environment (`/proc/<cli>/environ`,
+  `ps eww`: tests/security/test_boundary.py) and change any file the user owns, the sidecar's own code included.
+  No place is out of their reach and none is needed: env-isolation there keeps the variables out of what a command
+  prints or passes on by accident, and the rewrite it replaced held no more against a command that looks for them.
+
+An organization's managed settings that set `CLAUDE_CODE_SHELL_PREFIX` outrank the flag settings (measured on
+2.1.330: the managed wrapper ran, Orion's did not), so Orion's prefix would never run: the session rewrites then
+(`managed_prefix`), and the organization's wrapper runs the rewritten command, as Claude Code would run it.
+
+`ORION_SHELL_PREFIX=0` in the sidecar's environment (the launcher's switch, nothing a project or the agent reaches)
+makes env-isolation rewrite instead, everywhere: it isolates as well, and every Bash call is asked about.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
@@ -35,9 +48,11 @@ PREFIX_SCRIPT = Path(__file__).resolve().parent / "shell_prefix.sh"
 RUN_DIR = "/run"
 INSIDE_PATH = "/run/orion-shell/prefix"
 # Variables the prefix itself brings into the CLI's environment, taken out with the rest.
-OWN_NAMES = ("CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", "ORION_SHELL_UNSET")
+OWN_NAMES = ("CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", "ORION_SHELL_UNSET", "ORION_SHELL_NEXT")
 # Pinned empty whenever env-isolation is on (flag_env says why).
 PINNED = {"BASH_ENV": ""}
+# The launcher's switch: "0" (or false/no/off) makes env-isolation rewrite the commands instead of the prefix.
+SWITCH = "ORION_SHELL_PREFIX"
 _SHELL_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
 
 
@@ -60,32 +75,54 @@ def cli_shell(env: Mapping[str, str]) -> str | None:
     return None
 
 
-def outside_path(writable: Iterable[str] | None) -> str | None:
-    """The package's prefix script for a session without a Linux boundary, when the session can change neither it
-    nor a folder above it (renaming one would put another file at its path): with a boundary (macOS), none lies in
-    its writable places `writable`; without one, none is writable by this user. None otherwise: the rewrite stays."""
-    script = os.path.realpath(PREFIX_SCRIPT)
-    if sys.platform == "win32" or not os.access(script, os.X_OK):
+def outside_path(writable: Iterable[str]) -> str | None:
+    """The package's prefix script for a session inside a macOS boundary, when the session can change neither it nor
+    a folder above it (renaming one would put another file at its path): none lies in the boundary's writable places
+    `writable`. None otherwise: the rewrite stays."""
+    script = unconfined_path()
+    if script is None:
         return None
     chain = [script, *(str(p) for p in Path(script).parents)]
-    if writable is None:
-        return None if any(os.access(p, os.W_OK) for p in chain) else script
     places = [w.rstrip("/") or "/" for w in writable]
     if any(p == w or w == "/" or p.startswith(w + "/") for p in chain for w in places):
         return None
     return script
 
 
-def flag_env(prefix: str, shell: str, names: Iterable[str]) -> dict[str, str]:
+def unconfined_path() -> str | None:
+    """The package's prefix script, for a session without a boundary (the module's docstring says why any place
+    does there); None when it cannot be run (an install that lost the file's mode would fail every command) or its
+    path is not one the CLI hands to a shell whole (it reads what follows a " -" in a prefix as the prefix's options)."""
+    script = os.path.realpath(PREFIX_SCRIPT)
+    if sys.platform == "win32" or " -" in script or not os.access(script, os.X_OK):
+        return None
+    return script
+
+
+def flag_env(prefix: str, shell: str, names: Iterable[str], own_prefix: str | None = None) -> dict[str, str]:
     """The CLI's flag settings `env` that isolates every command it runs: the prefix, the shell it runs them in,
-    and the names it takes out (the prefix's own included).
+    the names it takes out (the prefix's own included) and, when the user has a prefix of their own, the line that
+    runs it after them (`next_line`).
 
     `BASH_ENV` is pinned empty (and taken out of the commands' environment): the CLI starts a shell of its own
     before any command (its environment snapshot), which would source a file a settings `env` names there with all
     of the CLI's variables in reach (measured with a trusted project's `env`); a deliberate difference."""
     unset = sorted(set(names) | set(OWN_NAMES) | set(PINNED))
-    return {"CLAUDE_CODE_SHELL_PREFIX": prefix, "CLAUDE_CODE_SHELL": shell, "ORION_SHELL_UNSET": " ".join(unset),
-            **PINNED}
+    env = {"CLAUDE_CODE_SHELL_PREFIX": prefix, "CLAUDE_CODE_SHELL": shell, "ORION_SHELL_UNSET": " ".join(unset),
+           **PINNED}
+    if own_prefix and own_prefix.strip():
+        env["ORION_SHELL_NEXT"] = next_line(own_prefix)
+    return env
+
+
+def next_line(own_prefix: str) -> str:
+    """The shell line that runs the user's own `CLAUDE_CODE_SHELL_PREFIX` with the command (its `$1`) as the CLI would
+    (2.1.330, read in its code): the part before the last " -" is the program, quoted, what follows it the
+    program's options as written, then the command as one word."""
+    cut = own_prefix.rfind(" -")
+    if cut > 0:
+        return f'{shlex.quote(own_prefix[:cut])} {own_prefix[cut + 1:]} "$1"'
+    return f'{shlex.quote(own_prefix)} "$1"'
 
 
 def bwrap_args(hidden_dirs: Iterable[str]) -> list[str]:
@@ -100,7 +137,7 @@ def prefix_path(boundary: object | None) -> str | None:
     """Where the session's CLI finds the prefix (None: nowhere the agent could not change; the rewrite stays).
     `boundary` is the session's sidecar.boundary.Boundary, or None for a session without one."""
     if boundary is None:
-        return outside_path(None)
+        return unconfined_path()
     plan = getattr(boundary, "plan")
     if getattr(boundary, "platform", "") == "linux":
         # An install that lost the file's mode (a data file need not keep it) would fail every command: rewrite then.
@@ -109,12 +146,27 @@ def prefix_path(boundary: object | None) -> str | None:
     return outside_path([*plan.writable, "/private/tmp", "/private/var/folders", "/tmp", "/var/folders"])
 
 
+def managed_prefix(files: Iterable[Path] | None = None) -> str | None:
+    """The `CLAUDE_CODE_SHELL_PREFIX` of the organization's managed settings (`managed-settings.json`, then its
+    drop-ins, a later file winning), which outranks Orion's flag settings; None when they set none."""
+    from sidecar.credentials import managed_settings_files, read_json_object
+
+    value = None
+    for path in managed_settings_files() if files is None else files:
+        block = read_json_object(Path(path)).get("env")
+        if isinstance(block, dict) and isinstance(block.get("CLAUDE_CODE_SHELL_PREFIX"), str):
+            value = block["CLAUDE_CODE_SHELL_PREFIX"]
+    return (value or "").strip() or None
+
+
 def session_flag_env(registry: Iterable[object], boundary: object | None, cli_env: Mapping[str, str],
-                     environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
+                     environ: Mapping[str, str] | None = None, own_prefix: str | None = None) -> dict[str, str] | None:
     """The flag settings `env` of a session whose hook set runs built-in env-isolation (None: it is off). With the
-    prefix, when it has a place the agent cannot change (`prefix_path`): `flag_env`; without, env-isolation
-    rewrites and this only pins BASH_ENV. The names are env-isolation's own (its options, then the sidecar's
-    variables under its prefixes)."""
+    prefix, when it has a place (`prefix_path`), the launcher did not switch it off (`SWITCH`) and no managed
+    settings' prefix outranks it (`managed_prefix`): `flag_env`;
+    without, env-isolation rewrites and this only pins BASH_ENV. The names are env-isolation's own (its options,
+    then the sidecar's variables under its prefixes). `own_prefix`: the user's own prefix (`users_own_prefix`), which
+    runs after Orion's."""
     from hooks.builtin.env_isolation import INTERNAL_ENV_PREFIXES, INTERNAL_ENV_VARS, names_to_unset
 
     hook = next((h for h in registry if getattr(h, "builtin", False) and getattr(h, "name", "") == "env-isolation"),
@@ -124,18 +176,24 @@ def session_flag_env(registry: Iterable[object], boundary: object | None, cli_en
     options = getattr(getattr(hook, "fn", None), "options", None) or {}
     names = tuple(options.get("names", INTERNAL_ENV_VARS)) + tuple(options.get("extra_names", ()))
     prefixes = tuple(options.get("prefixes", INTERNAL_ENV_PREFIXES))
-    prefix, shell = prefix_path(boundary), cli_shell(cli_env)
+    environ = os.environ if environ is None else environ
+    switched_off = environ.get(SWITCH, "").strip().lower() in ("0", "false", "no", "off")
+    prefix, shell = (None if switched_off or managed_prefix() else prefix_path(boundary)), cli_shell(cli_env)
     if prefix is None or shell is None:
         return dict(PINNED)  # env-isolation rewrites; the CLI's start-up shell still sources no BASH_ENV
-    return flag_env(prefix, shell, names_to_unset(os.environ if environ is None else environ, names, prefixes))
+    return flag_env(prefix, shell, names_to_unset(environ, names, prefixes), own_prefix)
 
 
-def users_own_prefix(sources: Iterable[str]) -> str | None:
-    """The `CLAUDE_CODE_SHELL_PREFIX` of the user's own Claude Code settings `env`, when the session's CLI reads them:
-    Orion's flag settings take its place, and the session says so (a user's audit wrapper must not stop silently)."""
-    if "user" not in sources:
-        return None
+def users_own_prefix(sources: Iterable[str], cli_env: Mapping[str, str]) -> str | None:
+    """The user's own `CLAUDE_CODE_SHELL_PREFIX`, which the session's CLI would run without Orion's: their Claude Code
+    settings' `env` (when the CLI reads them), else the environment the CLI was started with (the settings' `env`
+    outranks it in the CLI too). Orion's flag settings take its place, so Orion's prefix runs it after taking its
+    names out (`next_line`): the user's wrapper runs as in Claude Code."""
     from hooks.paths import claude_user_settings_path
     from hooks.settings_env import env_block
 
-    return env_block(claude_user_settings_path()).get("CLAUDE_CODE_SHELL_PREFIX", "").strip() or None
+    if "user" in sources:
+        own = env_block(claude_user_settings_path()).get("CLAUDE_CODE_SHELL_PREFIX", "").strip()
+        if own:
+            return own
+    return (cli_env.get("CLAUDE_CODE_SHELL_PREFIX") or "").strip() or None

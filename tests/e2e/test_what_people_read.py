@@ -1,8 +1,8 @@
 """A person reads what the agent asked for, never env-isolation's `unset …;` prefix: in the permission prompt's title
 and in the memory's records; what will run (the prompt's `toolInput`) stays exact. Hooks after PreToolUse read the
-agent's command too, as Claude Code's would, and a PermissionRequest hook's rewrite still runs isolated. Both ways
-env-isolation works: the CLI's shell prefix inside the boundary (the command stays the agent's), and the rewrite
-(no boundary, and the sidecar's files writable by this suite's user, so the prefix has no safe place)."""
+agent's command too, as Claude Code's would, and a PermissionRequest hook's rewrite still runs isolated. Every way
+env-isolation works: the CLI's shell prefix inside the boundary and without one (the command stays the agent's),
+and the rewrite (the launcher's `ORION_SHELL_PREFIX=0`)."""
 
 from __future__ import annotations
 
@@ -19,19 +19,26 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.cli]
 ASKED = "touch asked-marker # ask-user-probe"
 STEP = "touch step-marker && echo agent-step"  # tests/e2e/scenarios/read_base.yaml: a command the CLI asks about
 NO_BOX = backend_problem(os.environ.get("PATH"))
-# "auto": a boundary, env-isolation through the CLI's shell prefix; "off": no boundary, env-isolation rewrites.
+# "auto": a boundary, env-isolation through the CLI's shell prefix; "off": no boundary, the prefix all the same;
+# "rewrite": no boundary and the launcher's ORION_SHELL_PREFIX=0, env-isolation rewrites each command.
 WAYS = [pytest.param("auto", marks=pytest.mark.skipif(NO_BOX is not None, reason=f"no sandbox here: {NO_BOX}")),
-        "off"]
+        "off", "rewrite"]
 
 
-@pytest.mark.parametrize("sandbox", WAYS)
-async def test_the_permission_title_and_the_memory_show_the_agents_own_command(sidecar, sandbox: str) -> None:
-    async with sidecar(permission=fixed_policy("allow_once")) as run:
+def launch(way: str) -> tuple[str, dict[str, str]]:
+    """The session's `sandbox` and the sidecar's environment for one way."""
+    return ("off", {"ORION_SHELL_PREFIX": "0"}) if way == "rewrite" else (way, {})
+
+
+@pytest.mark.parametrize("way", WAYS)
+async def test_the_permission_title_and_the_memory_show_the_agents_own_command(sidecar, way: str) -> None:
+    sandbox, env = launch(way)
+    async with sidecar(permission=fixed_policy("allow_once"), env=env) as run:
         session = await run.new_session("ask", sandbox=sandbox)
         await run.prompt(session["sessionId"], "run the probe")
         hits = (await run.request("memory/search", {"query": "asked marker"}))["results"]
     [asked] = run.permission_requests
-    if sandbox == "off":  # what will run: the rewritten command
+    if way == "rewrite":  # what will run: the rewritten command
         assert asked["toolInput"]["command"].startswith("unset ") and asked["toolInput"]["command"].endswith(ASKED)
     else:  # the agent's own, which runs through the prefix
         assert asked["toolInput"]["command"] == ASKED
@@ -41,11 +48,12 @@ async def test_the_permission_title_and_the_memory_show_the_agents_own_command(s
     assert any(ASKED in h["text"] for h in observed)
 
 
-@pytest.mark.parametrize("sandbox", WAYS)
+@pytest.mark.parametrize("way", WAYS)
 async def test_hooks_after_pre_tool_use_read_the_agents_command_and_a_rewrite_stays_isolated(sidecar,
-                                                                                           sandbox: str) -> None:
+                                                                                           way: str) -> None:
     rewritten = 'echo "base=${ANTHROPIC_BASE_URL:-unset}"'
-    async with sidecar(project="notes", trust=False, permission=fixed_policy("reject_once")) as run:
+    sandbox, env = launch(way)
+    async with sidecar(project="notes", trust=False, permission=fixed_policy("reject_once"), env=env) as run:
         log = run.project / "calls.jsonl"
         record = f"cat >> '{log}'; echo >> '{log}'"
         allow = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {

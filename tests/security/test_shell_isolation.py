@@ -7,6 +7,9 @@ the agent cannot put another file where the prefix is."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -87,10 +90,38 @@ async def test_commands_run_isolated_and_are_judged_as_the_agent_wrote_them(side
         await run.end(sid)
 
 
-async def test_without_a_place_the_agent_cannot_change_env_isolation_still_rewrites(sidecar) -> None:
-    """No boundary, and the sidecar's own files writable by the user the agent runs as (this suite's checkout): the
-    prefix could be swapped by the agent, so it is not used and env-isolation rewrites as before."""
+async def test_without_a_boundary_the_packages_prefix_isolates_and_commands_are_judged_as_written(sidecar) -> None:
+    """No boundary (`sandbox: "off"`), and the sidecar's own files writable by the user the agent runs as (this suite's
+    checkout): the package's prefix all the same (commands that run unconfined read the CLI's environment anyway,
+    so no place would be safer; shell_isolation.py), and Claude Code's judgement of the commands with it."""
     async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once")) as run:
+        lying_project(run.project)
+        await run.trust()
+        created = await run.request("session/new", {"projectDir": str(run.project), "model": f"scripted:{SCENARIO}",
+                                                    "sandbox": "off"}, timeout=60.0)
+        assert created["sandbox"]["enabled"] is False
+        sid = created["sessionId"]
+        assert (await run.prompt(sid, "go"))["stopReason"] == "end_turn"
+        asked = [r["toolInput"].get("command", r["toolName"]) for r in run.permission_requests]
+        assert asked == [COMMANDS[2], COMMANDS[3], "mcp__envprobe__env"], asked  # not `ls -la`, not the ruled touch
+        assert (run.project / "ruled.txt").exists()
+        seen = names((run.project / "env.txt").read_text())
+        assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL), seen & set(INTERNAL)
+        outputs = [str(u.get("output")) for u in run.updates(sid, "tool_call_update")]
+        mcp_names = set(outputs[4].replace("\\n", "\n").split("\n"))
+        assert "PATH" in mcp_names and not mcp_names & set(INTERNAL), mcp_names & set(INTERNAL)
+        assert not (run.project / "bash-env-saw.txt").exists()
+        isolation = [r for r in run.named("hook_response", sid) if r["hookName"] == "env-isolation"]
+        assert isolation and all(not r.get("output") for r in isolation), isolation
+        await run.end(sid)
+
+
+async def test_the_launchers_switch_makes_env_isolation_rewrite_and_that_isolates_too(sidecar) -> None:
+    """`ORION_SHELL_PREFIX=0` (the app that launches the sidecar may set it): env-isolation rewrites each command to
+    `unset …; <command>`; the dump is as isolated, BASH_ENV still pinned, and the CLI asks about every command (a
+    rewritten command is new to it), `ls -la` included."""
+    async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"),
+                       env={"ORION_SHELL_PREFIX": "0"}) as run:
         lying_project(run.project)
         await run.trust()
         created = await run.request("session/new", {"projectDir": str(run.project), "model": f"scripted:{SCENARIO}",
@@ -101,6 +132,84 @@ async def test_without_a_place_the_agent_cannot_change_env_isolation_still_rewri
         assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL[:5]), seen & set(INTERNAL)
         rewrites = [r for r in run.named("hook_response", sid) if r["hookName"] == "env-isolation"
                     and ((r.get("output") or {}).get("hookSpecificOutput") or {}).get("updatedInput")]
-        assert rewrites  # the fallback: the command was rewritten
+        assert len(rewrites) == 4  # every Bash command
+        asked = [r["toolInput"].get("command", r["toolName"]) for r in run.permission_requests]
+        assert len(asked) == 5 and asked[0].startswith("unset ") and asked[0].endswith("; ls -la"), asked
         assert not (run.project / "bash-env-saw.txt").exists()  # and BASH_ENV is pinned all the same
         await run.end(sid)
+
+
+async def test_the_users_own_shell_prefix_runs_after_orions_without_its_names(sidecar, tmp_path: Path) -> None:
+    """A `CLAUDE_CODE_SHELL_PREFIX` of the user's own Claude Code settings (an audit wrapper, say) runs as in Claude
+    Code, on every command and the MCP server, each handed over whole; Orion's prefix runs first, so the wrapper
+    and what it runs see none of the sidecar's variables, and the CLI still judges the commands as written."""
+    audit = tmp_path / "audit"
+    audit.mkdir()
+    wrapper, log = audit / "audit-wrap", audit / "audit.jsonl"
+    wrapper.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                       f"with open({str(log)!r}, 'a') as fh:\n"
+                       "    fh.write(json.dumps({'argv': sys.argv[1:], 'env': sorted(os.environ)}) + '\\n')\n"
+                       "os.execv('/bin/sh', ['/bin/sh', '-c', sys.argv[-1]])\n")
+    wrapper.chmod(0o755)
+    user_settings = tmp_path / "claude-user-settings.json"
+    user_settings.write_text(json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX": str(wrapper)}}))
+    async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"),
+                       env={"ORION_CLAUDE_USER_SETTINGS": str(user_settings)}) as run:
+        lying_project(run.project)
+        await run.trust()
+        created = await run.request("session/new", {"projectDir": str(run.project), "model": f"scripted:{SCENARIO}",
+                                                    "sandbox": "off"}, timeout=60.0)
+        sid = created["sessionId"]
+        assert (await run.prompt(sid, "go"))["stopReason"] == "end_turn"
+        asked = [r["toolInput"].get("command", r["toolName"]) for r in run.permission_requests]
+        assert asked == [COMMANDS[2], COMMANDS[3], "mcp__envprobe__env"], asked
+        await run.end(sid)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    ran = [c["argv"][0] for c in calls]
+    # Every one of the agent's commands reached the wrapper as one word holding it whole (the CLI's own wrapping
+    # around it, as in Claude Code), and so did the project's MCP server's command line.
+    for command in filter(None, COMMANDS):  # inside the CLI's own `eval '…'`, quoted as shlex quotes it
+        assert any(f"eval {shlex.quote(command)} " in line for line in ran), (command, ran)
+    assert any(str(ENV_MCP) in line for line in ran), ran
+    assert all(len(c["argv"]) == 1 for c in calls), calls
+    for call in calls:
+        assert not set(call["env"]) & set(INTERNAL), set(call["env"]) & set(INTERNAL)
+    seen = names((run.project / "env.txt").read_text())
+    assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL), seen & set(INTERNAL)
+
+
+MANAGED_DIR = Path("/etc/claude-code")  # where the CLI reads managed settings on Linux (sidecar/credentials.py)
+
+
+@pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0 or MANAGED_DIR.exists(),
+                    reason="writes the machine's managed Claude Code settings: root on Linux, none there already")
+async def test_an_organizations_managed_prefix_outranks_orions_so_commands_are_rewritten(sidecar,
+                                                                                      tmp_path: Path) -> None:
+    """Managed settings outrank the flag settings (2.1.330 ran the managed wrapper, not Orion's): with one, the session
+    rewrites each command, says why, and the organization's wrapper runs the rewritten command, so the commands
+    still see none of the sidecar's variables."""
+    wrapper, log = tmp_path / "org-wrap", tmp_path / "org-wrap.log"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >> "{log}"\nexec /bin/sh -c "$1"\n')
+    wrapper.chmod(0o755)
+    MANAGED_DIR.mkdir()
+    try:
+        (MANAGED_DIR / "managed-settings.json").write_text(json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX":
+                                                                               str(wrapper)}}))
+        async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once")) as run:
+            lying_project(run.project)
+            await run.trust()
+            created = await run.request("session/new", {"projectDir": str(run.project),
+                                                        "model": f"scripted:{SCENARIO}", "sandbox": "off"},
+                                        timeout=60.0)
+            sid = created["sessionId"]
+            assert any("managed" in w and "CLAUDE_CODE_SHELL_PREFIX" in w for w in created["warnings"]), created
+            assert (await run.prompt(sid, "go"))["stopReason"] == "end_turn"
+            rewrites = [r for r in run.named("hook_response", sid) if r["hookName"] == "env-isolation"
+                        and ((r.get("output") or {}).get("hookSpecificOutput") or {}).get("updatedInput")]
+            assert len(rewrites) == 4
+            await run.end(sid)
+    finally:
+        shutil.rmtree(MANAGED_DIR, ignore_errors=True)
+    assert "unset ANTHROPIC" in log.read_text() and "ls -la" in log.read_text()  # the org's wrapper, the rewrite
+    seen = names((run.project / "env.txt").read_text())
+    assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL[:5]), seen & set(INTERNAL)

@@ -34,12 +34,32 @@ def test_the_shell_is_the_one_the_cli_would_pick(tmp_path: Path) -> None:
     assert si.cli_shell({"SHELL": "/nowhere/bash", "PATH": str(tmp_path / "empty")}) in ("/bin/bash", "/usr/bin/bash")
 
 
-def test_the_prefix_outside_a_linux_box_is_used_only_where_the_session_cannot_write_above_it() -> None:
+def test_the_prefix_in_a_macos_box_is_used_only_where_the_session_cannot_write_above_it() -> None:
     script = os.path.realpath(si.PREFIX_SCRIPT)
     assert si.outside_path(["/somewhere/else", "/tmp/project"]) == script
     assert si.outside_path([os.path.dirname(script)]) is None  # its folder is writable: it could be swapped
     assert si.outside_path([str(Path(script).parents[2])]) is None  # a folder above it: one could be renamed
     assert si.outside_path(["/"]) is None
+
+
+def test_without_a_boundary_the_packages_own_prefix_runs_unless_its_path_or_mode_would_break_commands(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = os.path.realpath(si.PREFIX_SCRIPT)
+    assert si.prefix_path(None) == si.unconfined_path() == script  # this checkout is writable: no matter, no box
+    # A path the CLI would cut at " -" (it reads what follows as the prefix's options), or a file without its mode.
+    odd = tmp_path / "my -dir" / "shell_prefix.sh"
+    odd.parent.mkdir()
+    odd.write_text(si.PREFIX_SCRIPT.read_text())
+    odd.chmod(0o755)
+    monkeypatch.setattr(si, "PREFIX_SCRIPT", odd)
+    assert si.unconfined_path() is None
+    plain = tmp_path / "plain.sh"
+    plain.write_text(si.PREFIX_SCRIPT.read_text())
+    plain.chmod(0o644)
+    monkeypatch.setattr(si, "PREFIX_SCRIPT", plain)
+    assert si.unconfined_path() is None
+    plain.chmod(0o755)
+    assert si.unconfined_path() == str(plain)
 
 
 def test_inside_a_linux_box_the_prefix_sits_under_run_remounted_read_only() -> None:
@@ -67,6 +87,13 @@ def test_a_session_takes_env_isolations_own_names_and_nothing_without_it(tmp_pat
     # No hidden /run in the plan: no safe place; env-isolation rewrites, BASH_ENV stays pinned.
     bare = type("B", (), {"platform": "linux", "plan": type("P", (), {"hidden_dirs": ()})()})()
     assert si.session_flag_env(registry, bare, cli_env) == si.PINNED
+    # No boundary: the package's own prefix; the launcher's ORION_SHELL_PREFIX=0: the rewrite, BASH_ENV pinned.
+    unboxed = si.session_flag_env(registry, None, cli_env, environ={})
+    assert unboxed is not None and unboxed["CLAUDE_CODE_SHELL_PREFIX"] == os.path.realpath(si.PREFIX_SCRIPT)
+    for off_value in ("0", "off", " False "):
+        assert si.session_flag_env(registry, box, cli_env, environ={si.SWITCH: off_value}) == si.PINNED
+    assert si.session_flag_env(registry, box, cli_env, environ={si.SWITCH: "1"})["CLAUDE_CODE_SHELL_PREFIX"] \
+        == si.INSIDE_PATH
     # env-isolation switched off: nothing at all.
     off = builtin_registry({"env-isolation": {"enabled": False}}, data_dir=tmp_path, defer=True)
     assert si.session_flag_env(off, box, cli_env) is None
@@ -95,12 +122,48 @@ def test_the_prefix_refuses_anything_but_one_command_line(args: tuple[str, ...])
     assert done.returncode == 126 and "one command line" in done.stderr
 
 
-def test_a_prefix_of_the_users_own_settings_is_named_so_the_session_can_say_it_does_not_run(tmp_path: Path,
-                                                                                             monkeypatch) -> None:
+def test_the_users_own_prefix_is_found_where_the_cli_would_find_it(tmp_path: Path, monkeypatch) -> None:
     settings = tmp_path / "settings.json"
     monkeypatch.setenv("ORION_CLAUDE_USER_SETTINGS", str(settings))
     settings.write_text('{"env": {"CLAUDE_CODE_SHELL_PREFIX": "/usr/local/bin/audit-wrap"}}')
-    assert si.users_own_prefix(["user", "project"]) == "/usr/local/bin/audit-wrap"
-    assert si.users_own_prefix(["project", "local"]) is None  # the session's CLI does not read the user's file
+    launched = {"CLAUDE_CODE_SHELL_PREFIX": "/opt/env-wrap"}
+    assert si.users_own_prefix(["user", "project"], launched) == "/usr/local/bin/audit-wrap"  # settings outrank env
+    assert si.users_own_prefix(["project", "local"], launched) == "/opt/env-wrap"  # the user's file is not read
+    assert si.users_own_prefix(["project", "local"], {}) is None
     settings.write_text('{"env": {"OTHER": "1"}}')
-    assert si.users_own_prefix(["user"]) is None
+    assert si.users_own_prefix(["user"], {"CLAUDE_CODE_SHELL_PREFIX": "  "}) is None
+
+
+def test_the_users_own_prefix_runs_after_the_names_are_gone_with_the_command_as_one_word(tmp_path: Path) -> None:
+    wrap = tmp_path / "audit wrap"  # a space in its path: quoted, as the CLI quotes it
+    log = tmp_path / "audit.log"
+    wrap.write_text(f'#!/bin/sh\nprintf "%s|%s|%s\\n" "$#" "$*" "${{SECRET-gone}}" >> "{log}"\n'
+                    'while [ "$1" != "${1#-}" ]; do shift; done\nexec /bin/sh -c "$1"\n')
+    wrap.chmod(0o755)
+    command = "echo 'it ran'; echo \"$SECRET\""
+    for own, expected in ((str(wrap), f"1|{command}|gone"), (f"{wrap} --tag=x", f"2|--tag=x {command}|gone")):
+        env = si.flag_env("/unused", "/bin/sh", ["SECRET"], own)
+        done = run_prefix(command, env={**env, "SECRET": "s3cret"})
+        assert done.returncode == 0 and done.stdout.splitlines() == ["it ran", ""], (done.stdout, done.stderr)
+        assert log.read_text().splitlines()[-1] == expected
+    assert si.next_line("/a/b") == "/a/b \"$1\"" and si.next_line("/x/audit -q") == "/x/audit -q \"$1\""
+    # The CLI cuts at the last " -" only: what comes before it is the program, quoted whole.
+    assert si.next_line("/x/audit -v -q") == "'/x/audit -v' -q \"$1\""
+    assert "ORION_SHELL_NEXT" not in si.flag_env("/p", "/bin/sh", [], "  ")
+
+
+def test_an_organizations_managed_prefix_outranks_orions_so_the_session_rewrites(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    """Measured on 2.1.330: a managed settings' CLAUDE_CODE_SHELL_PREFIX runs, the flag settings' does not. Orion's
+    prefix would then never run, and env-isolation (which answers nothing when the prefix isolates) would leave the
+    variables in: the session rewrites instead."""
+    base, drop_in = tmp_path / "managed-settings.json", tmp_path / "10-shell.json"
+    base.write_text('{"env": {"CLAUDE_CODE_SHELL_PREFIX": "/opt/org/wrap"}}')
+    assert si.managed_prefix([base]) == "/opt/org/wrap"
+    drop_in.write_text('{"env": {"CLAUDE_CODE_SHELL_PREFIX": " "}}')  # a later drop-in that empties it wins
+    assert si.managed_prefix([base, drop_in]) is None
+    assert si.managed_prefix([tmp_path / "absent.json"]) is None
+    registry = builtin_registry({}, data_dir=tmp_path, defer=True)
+    cli_env = {"PATH": os.environ["PATH"], "SHELL": "/bin/bash"}
+    monkeypatch.setattr(si, "managed_prefix", lambda files=None: "/opt/org/wrap")
+    assert si.session_flag_env(registry, None, cli_env, environ={}) == si.PINNED
