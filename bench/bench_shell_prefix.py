@@ -6,7 +6,9 @@ CLI has (its variables plus env-isolation's names), interleaved in rounds so a c
 
 - `bare`: the command as Claude Code runs it (nothing isolated);
 - `rewrite`: env-isolation's old way, `unset …; <command>` (the CLI then asked about every command);
-- `prefix`: the command through `sidecar/shell_prefix.sh`.
+- `prefix`: the command through `sidecar/shell_prefix.sh`;
+- `wrapper`: a user's own `CLAUDE_CODE_SHELL_PREFIX` (a minimal `exec "$SHELL" -c "$1"` script), as Claude Code runs it;
+- `chained`: that wrapper after Orion's prefix (`ORION_SHELL_NEXT`), as Orion runs it.
 
 Usage: .venv/bin/python bench/bench_shell_prefix.py [--rounds 5] [--per-round 200]
 """
@@ -19,6 +21,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,6 +50,9 @@ def timed(argv: list[str], env: dict[str, str], n: int) -> list[float]:
     return out
 
 
+WRAPPER = '#!/bin/sh\nexec /bin/sh -c "$1"\n'
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -55,10 +61,17 @@ def main() -> None:
     env, names = environment()
     shell = cli_shell(env) or "/bin/bash"
     prefixed_env = {**env, **flag_env(str(PREFIX_SCRIPT), shell, names)}
+    wrapper = Path(tempfile.mkdtemp(prefix="bench-prefix-")) / "user-wrapper"
+    wrapper.write_text(WRAPPER)
+    wrapper.chmod(0o700)
+    chained_env = {**env, **flag_env(str(PREFIX_SCRIPT), shell, names, str(wrapper))}
+    prefix_line = f"{shlex.quote(str(PREFIX_SCRIPT))} {shlex.quote(LINE)}"
     ways = {
         "bare": ([shell, "-c", LINE], env),
         "rewrite": ([shell, "-c", isolate_command(LINE, names)], env),
-        "prefix": ([shell, "-c", f"{shlex.quote(str(PREFIX_SCRIPT))} {shlex.quote(LINE)}"], prefixed_env),
+        "prefix": ([shell, "-c", prefix_line], prefixed_env),
+        "wrapper": ([shell, "-c", f"{shlex.quote(str(wrapper))} {shlex.quote(LINE)}"], env),
+        "chained": ([shell, "-c", prefix_line], chained_env),
     }
     samples: dict[str, list[float]] = {way: [] for way in ways}
     for _ in range(args.rounds):

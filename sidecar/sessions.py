@@ -642,6 +642,12 @@ class SessionManager:
         from sidecar.shell_isolation import managed_prefix, session_flag_env, users_own_prefix
 
         own_prefix = users_own_prefix(settings["sources"], cli_env)
+        # Claude Code runs a shell-form hook through its prefix too: the organization's (it outranks), else the user's.
+        hook_prefix = managed_prefix() or own_prefix
+        if hook_prefix:
+            from hooks.executors.command import SHELL_PREFIX
+
+            context.state[SHELL_PREFIX] = hook_prefix
         shell_env = session_flag_env(hookset.registry, sandbox.boundary, cli_env, own_prefix=own_prefix) or {}
         if "CLAUDE_CODE_SHELL_PREFIX" in shell_env:  # env-isolation leaves the commands as written: the prefix isolates
             context.state[ISOLATED_BY_SHELL_PREFIX] = True

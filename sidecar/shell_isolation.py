@@ -36,7 +36,6 @@ makes env-isolation rewrite instead, everywhere: it isolates as well, and every 
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
@@ -116,13 +115,11 @@ def flag_env(prefix: str, shell: str, names: Iterable[str], own_prefix: str | No
 
 
 def next_line(own_prefix: str) -> str:
-    """The shell line that runs the user's own `CLAUDE_CODE_SHELL_PREFIX` with the command (its `$1`) as the CLI would
-    (2.1.330, read in its code): the part before the last " -" is the program, quoted, what follows it the
-    program's options as written, then the command as one word."""
-    cut = own_prefix.rfind(" -")
-    if cut > 0:
-        return f'{shlex.quote(own_prefix[:cut])} {own_prefix[cut + 1:]} "$1"'
-    return f'{shlex.quote(own_prefix)} "$1"'
+    """The shell line that runs the user's own `CLAUDE_CODE_SHELL_PREFIX` with the command (its `$1`) as the CLI
+    would (hooks/executors/command.py's `shell_prefix_line`, which runs the user's shell-form hooks through it too)."""
+    from hooks.executors.command import shell_prefix_line
+
+    return shell_prefix_line(own_prefix)
 
 
 def bwrap_args(hidden_dirs: Iterable[str]) -> list[str]:

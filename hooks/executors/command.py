@@ -6,6 +6,7 @@ import asyncio
 import collections
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -53,6 +54,9 @@ def hook_env(call: HookCall) -> dict[str, str]:
 
 # session.state key: the settings files' env for hook processes (set by the sidecar at session start).
 SETTINGS_ENV = "_settings_env"
+# session.state key: the CLAUDE_CODE_SHELL_PREFIX that Claude Code would run shell-form hooks through (the user's own,
+# or an organization's managed one; set by the sidecar at session start, sidecar/shell_isolation.py).
+SHELL_PREFIX = "_shell_prefix"
 # Events whose hooks may export variables for the agent's later Bash commands through CLAUDE_ENV_FILE.
 ENV_FILE_EVENTS = frozenset({"SessionStart", "Setup", "CwdChanged", "FileChanged"})
 
@@ -133,12 +137,24 @@ class _BaseEnv:
 _base_env = _BaseEnv()
 
 
-def command_argv(spec: Any) -> list[str] | str:
+def shell_prefix_line(prefix: str) -> str:
+    """The shell line that runs a `CLAUDE_CODE_SHELL_PREFIX` with a command line (the line's `$1`) as Claude Code does
+    (2.1.330, read in its code): the part before the last " -" is the program, quoted, what follows it the
+    program's options as written, then the command as one word."""
+    cut = prefix.rfind(" -")
+    if cut > 0:
+        return f'{shlex.quote(prefix[:cut])} {prefix[cut + 1:]} "$1"'
+    return f'{shlex.quote(prefix)} "$1"'
+
+
+def command_argv(spec: Any, prefix: str | None = None) -> list[str] | str:
     """What a command hook starts, or (a str) why it cannot start.
 
     Exec form (`args` given): the program and its arguments exactly as the hook set expanded them, with no shell in
     between, so nothing in them is ever parsed as shell syntax. Shell form: `/bin/sh -c <command>`, which is what
     Claude Code runs for the default and for `shell: "bash"` on Linux and macOS; `shell: "powershell"` needs pwsh.
+    `prefix`: the user's own `CLAUDE_CODE_SHELL_PREFIX` (the session's SHELL_PREFIX), through which Claude Code runs
+    a shell-form hook that is not PowerShell; the exec form and PowerShell never go through it, as there.
     """
     argv = getattr(spec, "argv", None)
     if argv is not None:
@@ -153,6 +169,8 @@ def command_argv(spec: Any) -> list[str] | str:
         for var in ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA"):
             command = command.replace("${" + var + "}", "${env:" + var + "}")
         return [pwsh, "-NoProfile", "-NonInteractive", "-Command", command]
+    if prefix and prefix.strip():
+        return ["/bin/sh", "-c", shell_prefix_line(prefix), "/bin/sh", command]
     return ["/bin/sh", "-c", command]
 
 
@@ -171,7 +189,7 @@ class CommandExecutor:
 
     async def run(self, call: HookCall) -> ExecutionReport:
         spec = call.hook
-        argv = command_argv(spec)
+        argv = command_argv(spec, call.context.session.state.get(SHELL_PREFIX))
         if isinstance(argv, str):
             return ExecutionReport(status="error", error=argv)
         data = encode_payload(call.payload)

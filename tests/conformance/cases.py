@@ -71,6 +71,9 @@ class Case:
     rules: list[dict[str, Any]] = field(default_factory=list)
     # seconds the user of both runs waits before each further prompt (`then`)
     pause_s: float = 0.0
+    # both runs start with the user's own CLAUDE_CODE_SHELL_PREFIX in their environment: a wrapper (harness.WRAPPER)
+    # that marks what it runs with CONFORMANCE_WRAPPED=yes
+    shell_prefix: bool = False
     # a file the harness writes in the project once the first prompt has answered (both runs): a probe behaviour
     # `wait_for` it makes a background hook answer after the turn, however loaded the machine
     release: str | None = None
@@ -313,6 +316,12 @@ CASES: list[Case] = [
                                     "${CLAUDE_PROJECT_DIR}/x", "a b;echo injected", "`id`", "*.py", ""]}}),
     Case("command_exec_form_identity", {"PreToolUse": [("Bash", ["a", "b"]), ("Bash", ["a"])]},
          entries={"a": _exec("same"), "b": _exec("other")}),
+    # The user's own CLAUDE_CODE_SHELL_PREFIX: Claude Code runs the agent's commands and the shell-form hooks
+    # through it, not the exec form (docs/FIDELITY.md "env-isolation without a rewrite")
+    Case("command_user_shell_prefix", {"PreToolUse": [("Bash", ["shell", "execform"])], "PostToolUse": [
+        ("Bash", ["post"])]}, entries={"execform": _exec()}, shell_prefix=True,
+         turns=[[{"tool_use": {"name": "Bash", "input": {"command": "echo \"wrapped=${CONFORMANCE_WRAPPED:-no}\"",
+                                                         "description": "look"}}}], FINAL]),
     Case("command_shell_default_is_sh", {"PreToolUse": [("Bash", ["shell"])]},
          entries={"shell": {"command": "<probe> <tag>-${BASH_VERSION:+bash}"}}),
     Case("command_shell_bash", {"PreToolUse": [("Bash", ["shell"])]},

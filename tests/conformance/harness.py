@@ -57,6 +57,15 @@ def cli_path() -> str:
 # --------------------------------------------------------------------------- set-up
 
 
+# The user's own CLAUDE_CODE_SHELL_PREFIX of a `shell_prefix` case: marks what it runs, then runs the line.
+WRAPPER = '#!/bin/sh\nexport CONFORMANCE_WRAPPED=yes\nexec /bin/sh -c "$1"\n'
+
+
+def user_prefix_env(case: Case, root: Path) -> dict[str, str]:
+    """The environment both runs of a `shell_prefix` case start with (the user's prefix, as a user exports it)."""
+    return {"CLAUDE_CODE_SHELL_PREFIX": str(root / "user-shell-prefix")} if case.shell_prefix else {}
+
+
 def prepare(case: Case, root: Path, http_url: str = "") -> tuple[Path, Path]:
     """A fresh project with the probe and the case's settings, and the scenario file; returns (project, scenario)."""
     if root.exists():
@@ -77,6 +86,10 @@ def prepare(case: Case, root: Path, http_url: str = "") -> tuple[Path, Path]:
     for relative, text in case.files.items():
         (project / relative).parent.mkdir(parents=True, exist_ok=True)
         (project / relative).write_text(text)
+    if case.shell_prefix:
+        wrapper = root / "user-shell-prefix"
+        wrapper.write_text(WRAPPER)
+        wrapper.chmod(0o755)
     scenario = root / f"{case.name}.yaml"
     scenario.write_text(yaml.safe_dump(case.scenario()))
     return project, scenario
@@ -127,7 +140,7 @@ async def _run_cli(case: Case, root: Path, http: HttpProbe | None) -> Observatio
     (home / ".claude").mkdir(parents=True)
     server = ScriptedServer(scenario, root / "requests.jsonl")
     env = dict(OFFLINE, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model-offline", HOME=str(home),
-               CLAUDE_CONFIG_DIR=str(home / ".claude"))
+               CLAUDE_CONFIG_DIR=str(home / ".claude"), **user_prefix_env(case, root))
     if case.teammate:
         env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"] = "1"  # a team member's process runs with agent teams on
     options = ClaudeAgentOptions(
@@ -226,7 +239,7 @@ async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None) -> Observ
     # machine's own Claude Code user hooks (the claude-user source) to what it runs.
     env = {**os.environ, "ORION_DATA_DIR": str(data), "ORION_USER_SETTINGS": str(user_settings),
            "ORION_CLAUDE_USER_SETTINGS": str(root / "no-claude-user-settings.json"),
-           "ORION_SCRIPTED_LOG_DIR": str(log_dir), "HOME": str(root / "home"),
+           "ORION_SCRIPTED_LOG_DIR": str(log_dir), "HOME": str(root / "home"), **user_prefix_env(case, root),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     (root / "home").mkdir(exist_ok=True)
     result: dict[str, Any]

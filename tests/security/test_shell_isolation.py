@@ -141,8 +141,9 @@ async def test_the_launchers_switch_makes_env_isolation_rewrite_and_that_isolate
 
 async def test_the_users_own_shell_prefix_runs_after_orions_without_its_names(sidecar, tmp_path: Path) -> None:
     """A `CLAUDE_CODE_SHELL_PREFIX` of the user's own Claude Code settings (an audit wrapper, say) runs as in Claude
-    Code, on every command and the MCP server, each handed over whole; Orion's prefix runs first, so the wrapper
-    and what it runs see none of the sidecar's variables, and the CLI still judges the commands as written."""
+    Code, on every command, the MCP server and the shell-form hooks, each handed over whole; for the agent's commands
+    Orion's prefix runs first, so the wrapper and what it runs see none of the sidecar's variables, and the CLI still
+    judges the commands as written."""
     audit = tmp_path / "audit"
     audit.mkdir()
     wrapper, log = audit / "audit-wrap", audit / "audit.jsonl"
@@ -156,6 +157,10 @@ async def test_the_users_own_shell_prefix_runs_after_orions_without_its_names(si
     async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"),
                        env={"ORION_CLAUDE_USER_SETTINGS": str(user_settings)}) as run:
         lying_project(run.project)
+        settings_file = run.project / ".claude" / "settings.json"
+        hook_command = f"echo \"$HOOK_EVENT\" >> {shlex.quote(str(audit / 'hook.log'))}"
+        settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()), "hooks": {"PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": hook_command}]}]}}))
         await run.trust()
         created = await run.request("session/new", {"projectDir": str(run.project), "model": f"scripted:{SCENARIO}",
                                                     "sandbox": "off"}, timeout=60.0)
@@ -171,9 +176,13 @@ async def test_the_users_own_shell_prefix_runs_after_orions_without_its_names(si
     for command in filter(None, COMMANDS):  # inside the CLI's own `eval '…'`, quoted as shlex quotes it
         assert any(f"eval {shlex.quote(command)} " in line for line in ran), (command, ran)
     assert any(str(ENV_MCP) in line for line in ran), ran
+    # The project's shell-form hook ran through the wrapper too, its command whole, as Claude Code runs it.
+    assert ran.count(hook_command) == 4, ran
+    assert (audit / "hook.log").read_text().split() == ["PreToolUse"] * 4
     assert all(len(c["argv"]) == 1 for c in calls), calls
     for call in calls:
-        assert not set(call["env"]) & set(INTERNAL), set(call["env"]) & set(INTERNAL)
+        if call["argv"][0] != hook_command:  # a hook gets the sidecar's environment, as Claude Code's get the CLI's
+            assert not set(call["env"]) & set(INTERNAL), set(call["env"]) & set(INTERNAL)
     seen = names((run.project / "env.txt").read_text())
     assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL), seen & set(INTERNAL)
 

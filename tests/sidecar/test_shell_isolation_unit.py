@@ -167,3 +167,22 @@ def test_an_organizations_managed_prefix_outranks_orions_so_the_session_rewrites
     cli_env = {"PATH": os.environ["PATH"], "SHELL": "/bin/bash"}
     monkeypatch.setattr(si, "managed_prefix", lambda files=None: "/opt/org/wrap")
     assert si.session_flag_env(registry, None, cli_env, environ={}) == si.PINNED
+
+
+def test_a_shell_form_hook_runs_through_the_users_prefix_and_the_exec_form_and_powershell_do_not() -> None:
+    """Claude Code (2.1.330, read in its code) wraps a hook's command in CLAUDE_CODE_SHELL_PREFIX unless the hook has
+    `args` (exec form) or `shell: "powershell"`."""
+    from types import SimpleNamespace
+
+    from hooks.executors.command import command_argv
+
+    shell_form = SimpleNamespace(argv=None, command="echo hi", config=None, shell=None)
+    assert command_argv(shell_form) == ["/bin/sh", "-c", "echo hi"]
+    assert command_argv(shell_form, "/opt/audit wrap") == ["/bin/sh", "-c", "'/opt/audit wrap' \"$1\"", "/bin/sh",
+                                                          "echo hi"]
+    assert command_argv(shell_form, "  ") == ["/bin/sh", "-c", "echo hi"]
+    exec_form = SimpleNamespace(argv=["node", "hook.js", "pre"], command="node", config=None, shell=None)
+    assert command_argv(exec_form, "/opt/audit") == ["node", "hook.js", "pre"]
+    # The program is cut at the last " -", its option kept as written: `'/bin/sh' -c 'echo hi'`.
+    done = subprocess.run(command_argv(shell_form, "/bin/sh -c"), capture_output=True, text=True, timeout=30)
+    assert done.stdout == "hi\n", done.stderr
