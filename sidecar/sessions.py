@@ -639,15 +639,22 @@ class SessionManager:
             if files_offered and not files:
                 client_tools["filesReason"] = "the session's file tools run inside its OS boundary"
         from hooks.builtin.env_isolation import ISOLATED_BY_SHELL_PREFIX
-        from sidecar.shell_isolation import managed_prefix, session_flag_env, users_own_prefix
+        from sidecar.shell_isolation import managed_prefix, seen_in_box, session_flag_env, users_own_prefix
 
         own_prefix = users_own_prefix(settings["sources"], cli_env)
         # Claude Code runs a shell-form hook through its prefix too: the organization's (it outranks), else the user's.
         hook_prefix = managed_prefix() or own_prefix
         if hook_prefix:
-            from hooks.executors.command import SHELL_PREFIX
+            from hooks.executors.command import SHELL_PREFIX, SHELL_PREFIX_IN_BOX
 
             context.state[SHELL_PREFIX] = hook_prefix
+            context.state[SHELL_PREFIX_IN_BOX] = seen_in_box(hook_prefix, sandbox.boundary)
+        if own_prefix and not seen_in_box(own_prefix, sandbox.boundary):
+            hookset.warnings.append(
+                f"Your CLAUDE_CODE_SHELL_PREFIX ({own_prefix}) is in a place the session's OS boundary hides (a secret's "
+                "folder, or the host's /tmp): it does not run for the agent's commands or the boxed hooks; the "
+                "commands run without it (move it, e.g. to /usr/local/bin, to have it run).")
+            own_prefix = None
         shell_env = session_flag_env(hookset.registry, sandbox.boundary, cli_env, own_prefix=own_prefix) or {}
         if "CLAUDE_CODE_SHELL_PREFIX" in shell_env:  # env-isolation leaves the commands as written: the prefix isolates
             context.state[ISOLATED_BY_SHELL_PREFIX] = True

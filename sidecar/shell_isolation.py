@@ -143,6 +143,22 @@ def prefix_path(boundary: object | None) -> str | None:
     return outside_path([*plan.writable, "/private/tmp", "/private/var/folders", "/tmp", "/var/folders"])
 
 
+def seen_in_box(prefix: str, boundary: object | None) -> bool:
+    """Whether a user's prefix can run inside the session's Linux boundary: its program (the part before the last
+    " -", as the CLI cuts it) is not in a folder or file the box hides, nor in the host's /tmp (the box has its own).
+    True without a Linux boundary, and for a program named without a path (found on the box's PATH)."""
+    if boundary is None or getattr(boundary, "platform", "") != "linux":
+        return True
+    cut = prefix.rfind(" -")
+    program = (prefix[:cut] if cut > 0 else prefix).strip()
+    if not os.path.isabs(program):
+        return True
+    plan = getattr(boundary, "plan")
+    real = os.path.realpath(program)
+    hidden = [*plan.hidden_dirs, *plan.hidden_files, "/tmp"]
+    return not any(p == h or p.startswith(h.rstrip("/") + "/") for p in (program, real) for h in hidden)
+
+
 def managed_prefix(files: Iterable[Path] | None = None) -> str | None:
     """The `CLAUDE_CODE_SHELL_PREFIX` of the organization's managed settings (`managed-settings.json`, then its
     drop-ins, a later file winning), which outranks Orion's flag settings; None when they set none."""

@@ -57,6 +57,8 @@ SETTINGS_ENV = "_settings_env"
 # session.state key: the CLAUDE_CODE_SHELL_PREFIX that Claude Code would run shell-form hooks through (the user's own,
 # or an organization's managed one; set by the sidecar at session start, sidecar/shell_isolation.py).
 SHELL_PREFIX = "_shell_prefix"
+# session.state key: whether that prefix can run inside the session's hook box (False: boxed hooks run without it).
+SHELL_PREFIX_IN_BOX = "_shell_prefix_in_box"
 # Events whose hooks may export variables for the agent's later Bash commands through CLAUDE_ENV_FILE.
 ENV_FILE_EVENTS = frozenset({"SessionStart", "Setup", "CwdChanged", "FileChanged"})
 
@@ -189,7 +191,11 @@ class CommandExecutor:
 
     async def run(self, call: HookCall) -> ExecutionReport:
         spec = call.hook
-        argv = command_argv(spec, call.context.session.state.get(SHELL_PREFIX))
+        state = call.context.session.state
+        box = call.context.session.box
+        boxed = box is not None and box.covers(spec)
+        prefix = state.get(SHELL_PREFIX) if not boxed or state.get(SHELL_PREFIX_IN_BOX, True) else None
+        argv = command_argv(spec, prefix)
         if isinstance(argv, str):
             return ExecutionReport(status="error", error=argv)
         data = encode_payload(call.payload)
@@ -197,8 +203,6 @@ class CommandExecutor:
         env.update(hook_env(call))
         env[MARKER_VAR] = new_marker()
         cwd = run_cwd(spec, call.payload, call.context.project_dir)
-        box = call.context.session.box
-        boxed = box is not None and box.covers(spec)
         payload_file: str | None = None
         if len(data) < MAX_ENV_PAYLOAD_BYTES:
             env["HOOK_PAYLOAD"] = data.decode()

@@ -222,3 +222,35 @@ async def test_an_organizations_managed_prefix_outranks_orions_so_commands_are_r
     assert "unset ANTHROPIC" in log.read_text() and "ls -la" in log.read_text()  # the org's wrapper, the rewrite
     seen = names((run.project / "env.txt").read_text())
     assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL[:5]), seen & set(INTERNAL)
+
+
+@needs_sandbox
+async def test_a_users_prefix_the_boundary_hides_does_not_break_the_commands(sidecar, tmp_path: Path) -> None:
+    """The user's wrapper in the host's /tmp, which the box does not show: the session says so, and the agent's
+    commands and the project's hooks (they run inside the box: sidecar/hook_box.py) run without it, isolated by
+    Orion's prefix alone, instead of failing."""
+    wrapper, log = tmp_path / "audit-wrap", tmp_path / "audit.log"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >> "{log}"\nexec /bin/sh -c "$1"\n')
+    wrapper.chmod(0o755)
+    user_settings = tmp_path / "claude-user-settings.json"
+    user_settings.write_text(json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX": str(wrapper)}}))
+    async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"),
+                       env={"ORION_CLAUDE_USER_SETTINGS": str(user_settings)}) as run:
+        lying_project(run.project)
+        settings_file = run.project / ".claude" / "settings.json"
+        hook_command = "echo hooked > /dev/null"
+        settings_file.write_text(json.dumps({**json.loads(settings_file.read_text()), "hooks": {"PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": hook_command}]}]}}))
+        await run.trust()
+        created = await run.request("session/new", {"projectDir": str(run.project), "model": f"scripted:{SCENARIO}"},
+                                    timeout=60.0)
+        assert created["sandbox"]["enabled"] is True
+        assert any(str(wrapper) in w and "hides" in w for w in created["warnings"]), created["warnings"]
+        sid = created["sessionId"]
+        assert (await run.prompt(sid, "go"))["stopReason"] == "end_turn"
+        hooked = [r for r in run.named("hook_response", sid) if r["hookName"] == hook_command]
+        await run.end(sid)
+    assert [(r["outcome"], r["exitCode"]) for r in hooked] == [("success", 0)] * 4, hooked  # ran, in the box
+    seen = names((run.project / "env.txt").read_text())
+    assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL), seen & set(INTERNAL)
+    assert not log.exists()  # nothing went through it

@@ -186,3 +186,16 @@ def test_a_shell_form_hook_runs_through_the_users_prefix_and_the_exec_form_and_p
     # The program is cut at the last " -", its option kept as written: `'/bin/sh' -c 'echo hi'`.
     done = subprocess.run(command_argv(shell_form, "/bin/sh -c"), capture_output=True, text=True, timeout=30)
     assert done.stdout == "hi\n", done.stderr
+
+
+def test_a_users_prefix_runs_in_the_box_only_where_the_box_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = type("P", (), {"hidden_dirs": ("/root/.ssh", "/run"), "hidden_files": ("/root/.netrc",)})()
+    box = type("B", (), {"platform": "linux", "plan": plan})()
+    assert si.seen_in_box("/usr/local/bin/audit", box) and si.seen_in_box("/usr/local/bin/audit -q", box)
+    assert si.seen_in_box("audit-wrap", box)  # found on the box's PATH
+    assert not si.seen_in_box("/root/.ssh/wrap", box) and not si.seen_in_box("/root/.netrc", box)
+    assert not si.seen_in_box("/tmp/wrap -v", box)  # the box's /tmp is its own
+    # A link into a hidden folder: its target is what counts.
+    monkeypatch.setattr(si.os.path, "realpath", lambda p: "/root/.ssh/wrap" if p == "/opt/link" else p)
+    assert not si.seen_in_box("/opt/link", box)
+    assert si.seen_in_box("/tmp/wrap", None)  # no boundary: the host's own files
