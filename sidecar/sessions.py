@@ -641,9 +641,9 @@ class SessionManager:
         from hooks.builtin.env_isolation import ISOLATED_BY_SHELL_PREFIX
         from sidecar.shell_isolation import managed_prefix, seen_in_box, session_flag_env, users_own_prefix
 
-        own_prefix = users_own_prefix(settings["sources"], cli_env)
+        own_prefix, managed = users_own_prefix(settings["sources"], cli_env), managed_prefix()
         # Claude Code runs a shell-form hook through its prefix too: the organization's (it outranks), else the user's.
-        hook_prefix = managed_prefix() or own_prefix
+        hook_prefix = managed or own_prefix
         if hook_prefix:
             from hooks.executors.command import SHELL_PREFIX, SHELL_PREFIX_IN_BOX
 
@@ -655,13 +655,14 @@ class SessionManager:
                 "folder, or the host's /tmp): it does not run for the agent's commands or the boxed hooks; the "
                 "commands run without it (move it, e.g. to /usr/local/bin, to have it run).")
             own_prefix = None
-        shell_env = session_flag_env(hookset.registry, sandbox.boundary, cli_env, own_prefix=own_prefix) or {}
+        shell_env = session_flag_env(hookset.registry, sandbox.boundary, cli_env, own_prefix=own_prefix,
+                                     managed=managed) or {}
         if "CLAUDE_CODE_SHELL_PREFIX" in shell_env:  # env-isolation leaves the commands as written: the prefix isolates
             context.state[ISOLATED_BY_SHELL_PREFIX] = True
             log.info("session %s: env-isolation through the CLI's shell prefix %s%s", sid,
                      shell_env["CLAUDE_CODE_SHELL_PREFIX"], f", then the user's own {own_prefix}" if own_prefix else "")
         elif shell_env:
-            if managed_prefix():
+            if managed:
                 hookset.warnings.append(
                     "Your organization's managed Claude Code settings set CLAUDE_CODE_SHELL_PREFIX, which outranks "
                     "Orion's own: env-isolation rewrites each Bash command instead (`unset …; <command>`), so each is "

@@ -101,7 +101,8 @@ def unconfined_path() -> str | None:
 def flag_env(prefix: str, shell: str, names: Iterable[str], own_prefix: str | None = None) -> dict[str, str]:
     """The CLI's flag settings `env` that isolates every command it runs: the prefix, the shell it runs them in,
     the names it takes out (the prefix's own included) and, when the user has a prefix of their own, the line that
-    runs it after them (`next_line`).
+    runs it after them, as the CLI would run it (hooks/executors/command.py's `shell_prefix_line`, which runs the
+    user's shell-form hooks through it too).
 
     `BASH_ENV` is pinned empty (and taken out of the commands' environment): the CLI starts a shell of its own
     before any command (its environment snapshot), which would source a file a settings `env` names there with all
@@ -110,16 +111,10 @@ def flag_env(prefix: str, shell: str, names: Iterable[str], own_prefix: str | No
     env = {"CLAUDE_CODE_SHELL_PREFIX": prefix, "CLAUDE_CODE_SHELL": shell, "ORION_SHELL_UNSET": " ".join(unset),
            **PINNED}
     if own_prefix and own_prefix.strip():
-        env["ORION_SHELL_NEXT"] = next_line(own_prefix)
+        from hooks.executors.command import shell_prefix_line
+
+        env["ORION_SHELL_NEXT"] = shell_prefix_line(own_prefix)
     return env
-
-
-def next_line(own_prefix: str) -> str:
-    """The shell line that runs the user's own `CLAUDE_CODE_SHELL_PREFIX` with the command (its `$1`) as the CLI
-    would (hooks/executors/command.py's `shell_prefix_line`, which runs the user's shell-form hooks through it too)."""
-    from hooks.executors.command import shell_prefix_line
-
-    return shell_prefix_line(own_prefix)
 
 
 def bwrap_args(hidden_dirs: Iterable[str]) -> list[str]:
@@ -173,13 +168,13 @@ def managed_prefix(files: Iterable[Path] | None = None) -> str | None:
 
 
 def session_flag_env(registry: Iterable[object], boundary: object | None, cli_env: Mapping[str, str],
-                     environ: Mapping[str, str] | None = None, own_prefix: str | None = None) -> dict[str, str] | None:
+                     environ: Mapping[str, str] | None = None, own_prefix: str | None = None,
+                     managed: str | None = None) -> dict[str, str] | None:
     """The flag settings `env` of a session whose hook set runs built-in env-isolation (None: it is off). With the
     prefix, when it has a place (`prefix_path`), the launcher did not switch it off (`SWITCH`) and no managed
-    settings' prefix outranks it (`managed_prefix`): `flag_env`;
-    without, env-isolation rewrites and this only pins BASH_ENV. The names are env-isolation's own (its options,
-    then the sidecar's variables under its prefixes). `own_prefix`: the user's own prefix (`users_own_prefix`), which
-    runs after Orion's."""
+    settings' prefix (`managed`, from `managed_prefix`) outranks it: `flag_env`; without, env-isolation rewrites and
+    this only pins BASH_ENV. The names are env-isolation's own (its options, then the sidecar's variables under its
+    prefixes). `own_prefix`: the user's own prefix (`users_own_prefix`), which runs after Orion's."""
     from hooks.builtin.env_isolation import INTERNAL_ENV_PREFIXES, INTERNAL_ENV_VARS, names_to_unset
 
     hook = next((h for h in registry if getattr(h, "builtin", False) and getattr(h, "name", "") == "env-isolation"),
@@ -191,7 +186,7 @@ def session_flag_env(registry: Iterable[object], boundary: object | None, cli_en
     prefixes = tuple(options.get("prefixes", INTERNAL_ENV_PREFIXES))
     environ = os.environ if environ is None else environ
     switched_off = environ.get(SWITCH, "").strip().lower() in ("0", "false", "no", "off")
-    prefix, shell = (None if switched_off or managed_prefix() else prefix_path(boundary)), cli_shell(cli_env)
+    prefix, shell = (None if switched_off or managed else prefix_path(boundary)), cli_shell(cli_env)
     if prefix is None or shell is None:
         return dict(PINNED)  # env-isolation rewrites; the CLI's start-up shell still sources no BASH_ENV
     return flag_env(prefix, shell, names_to_unset(environ, names, prefixes), own_prefix)
@@ -201,7 +196,7 @@ def users_own_prefix(sources: Iterable[str], cli_env: Mapping[str, str]) -> str 
     """The user's own `CLAUDE_CODE_SHELL_PREFIX`, which the session's CLI would run without Orion's: their Claude Code
     settings' `env` (when the CLI reads them), else the environment the CLI was started with (the settings' `env`
     outranks it in the CLI too). Orion's flag settings take its place, so Orion's prefix runs it after taking its
-    names out (`next_line`): the user's wrapper runs as in Claude Code."""
+    names out (`flag_env`): the user's wrapper runs as in Claude Code."""
     from hooks.paths import claude_user_settings_path
     from hooks.settings_env import env_block
 

@@ -146,14 +146,15 @@ def test_the_users_own_prefix_runs_after_the_names_are_gone_with_the_command_as_
         done = run_prefix(command, env={**env, "SECRET": "s3cret"})
         assert done.returncode == 0 and done.stdout.splitlines() == ["it ran", ""], (done.stdout, done.stderr)
         assert log.read_text().splitlines()[-1] == expected
-    assert si.next_line("/a/b") == "/a/b \"$1\"" and si.next_line("/x/audit -q") == "/x/audit -q \"$1\""
+    from hooks.executors.command import shell_prefix_line
+
+    assert shell_prefix_line("/a/b") == "/a/b \"$1\"" and shell_prefix_line("/x/audit -q") == "/x/audit -q \"$1\""
     # The CLI cuts at the last " -" only: what comes before it is the program, quoted whole.
-    assert si.next_line("/x/audit -v -q") == "'/x/audit -v' -q \"$1\""
+    assert shell_prefix_line("/x/audit -v -q") == "'/x/audit -v' -q \"$1\""
     assert "ORION_SHELL_NEXT" not in si.flag_env("/p", "/bin/sh", [], "  ")
 
 
-def test_an_organizations_managed_prefix_outranks_orions_so_the_session_rewrites(tmp_path: Path,
-                                                                                    monkeypatch) -> None:
+def test_an_organizations_managed_prefix_outranks_orions_so_the_session_rewrites(tmp_path: Path) -> None:
     """Measured on 2.1.330: a managed settings' CLAUDE_CODE_SHELL_PREFIX runs, the flag settings' does not. Orion's
     prefix would then never run, and env-isolation (which answers nothing when the prefix isolates) would leave the
     variables in: the session rewrites instead."""
@@ -165,8 +166,7 @@ def test_an_organizations_managed_prefix_outranks_orions_so_the_session_rewrites
     assert si.managed_prefix([tmp_path / "absent.json"]) is None
     registry = builtin_registry({}, data_dir=tmp_path, defer=True)
     cli_env = {"PATH": os.environ["PATH"], "SHELL": "/bin/bash"}
-    monkeypatch.setattr(si, "managed_prefix", lambda files=None: "/opt/org/wrap")
-    assert si.session_flag_env(registry, None, cli_env, environ={}) == si.PINNED
+    assert si.session_flag_env(registry, None, cli_env, environ={}, managed="/opt/org/wrap") == si.PINNED
 
 
 def test_a_shell_form_hook_runs_through_the_users_prefix_and_the_exec_form_and_powershell_do_not() -> None:
