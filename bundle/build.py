@@ -96,9 +96,10 @@ def build(target: str, dist: Path) -> Path:
     bundled = next(out.rglob("claude_agent_sdk/_bundled/claude"), None)
     if bundled is None:
         raise SystemExit("build: the Claude Code CLI is missing from the bundle")
-    # A data file keeps its bytes, not always its mode: the CLI, and Orion's shell prefix the CLI runs every command
-    # through (sidecar/shell_isolation.py), must stay executable.
-    for program in (bundled, *out.rglob("sidecar/shell_prefix.sh")):
+    # A data file keeps its bytes, not always its mode: the CLI, Orion's shell prefix the CLI runs every command
+    # through and its shell wrapper (sidecar/shell_isolation.py), must stay executable.
+    scripts = ("shell_prefix.sh", "shell_wrapper.sh", "orion-bash.sh", "orion-zsh.sh")
+    for program in (bundled, *(p for name in scripts for p in out.rglob(f"sidecar/{name}"))):
         program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"built {exe} in {time.monotonic() - started:.0f} s: {size / 2**20:.0f} MiB, "

@@ -661,6 +661,15 @@ class SessionManager:
             context.state[ISOLATED_BY_SHELL_PREFIX] = True
             log.info("session %s: env-isolation through the CLI's shell prefix %s%s", sid,
                      shell_env["CLAUDE_CODE_SHELL_PREFIX"], f", then the user's own {own_prefix}" if own_prefix else "")
+        elif "ORION_SHELL_REAL" in shell_env:  # a managed prefix outranks Orion's: the CLI's shell isolates instead
+            context.state[ISOLATED_BY_SHELL_PREFIX] = True
+            hookset.warnings.append(
+                "Your organization's managed Claude Code settings set CLAUDE_CODE_SHELL_PREFIX, which outranks Orion's "
+                "own: the agent's commands are still isolated (through the CLI's shell), but a stdio MCP server the "
+                "CLI starts through that prefix gets the CLI's variables, the model's address among them "
+                "(docs/SECURITY.md).")
+            log.info("session %s: env-isolation through the CLI's shell %s (the managed settings' prefix %s outranks "
+                     "Orion's)", sid, shell_env["CLAUDE_CODE_SHELL"], managed)
         elif shell_env:
             if managed:
                 hookset.warnings.append(

@@ -26,8 +26,13 @@ Why it holds (docs/SECURITY.md "Guards"):
   prints or passes on by accident, and the rewrite it replaced held no more against a command that looks for them.
 
 An organization's managed settings that set `CLAUDE_CODE_SHELL_PREFIX` outrank the flag settings (measured on
-2.1.330: the managed wrapper ran, Orion's did not), so Orion's prefix would never run: the session rewrites then
-(`managed_prefix`), and the organization's wrapper runs the rewritten command, as Claude Code would run it.
+2.1.330: the managed wrapper ran, Orion's did not), so Orion's prefix would never run (`managed_prefix`). The CLI
+still starts every shell it uses through `CLAUDE_CODE_SHELL` (its start-up shells, and each command as
+`<shell> -c "'<managed prefix>' '<command line>'"`, measured), so then Orion's *shell* is `shell_wrapper.sh`, which
+takes the names out and becomes the real shell: the organization's prefix gets the command as in Claude Code, and
+nothing it starts sees the names. The CLI tells bash from zsh by the shell's file name, so the wrapper is placed as
+`orion-bash.sh` / `orion-zsh.sh` (`wrapper_path`), where the prefix would be. A stdio MCP server the CLI starts
+through the managed prefix is not covered (the CLI starts it as `<prefix> '<command>'`, without a shell).
 
 `ORION_SHELL_PREFIX=0` in the sidecar's environment (the launcher's switch, nothing a project or the agent reaches)
 makes env-isolation rewrite instead, everywhere: it isolates as well, and every Bash call is asked about.
@@ -42,12 +47,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PREFIX_SCRIPT = Path(__file__).resolve().parent / "shell_prefix.sh"
+# The shell wrapper, under the two names the CLI reads as bash and zsh (links to shell_wrapper.sh in the package).
+WRAPPER_SCRIPT = Path(__file__).resolve().parent / "shell_wrapper.sh"
+WRAPPER_NAMES = {"bash": "orion-bash.sh", "zsh": "orion-zsh.sh"}
 # Where the prefix is inside a Linux boundary: under the box's hidden /run (sidecar/boundary.py), remounted
 # read-only after the bind, so neither the file nor a folder above it can be renamed, replaced or chmod-ed.
 RUN_DIR = "/run"
 INSIDE_PATH = "/run/orion-shell/prefix"
+INSIDE_DIR = "/run/orion-shell"
 # Variables the prefix itself brings into the CLI's environment, taken out with the rest.
-OWN_NAMES = ("CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", "ORION_SHELL_UNSET", "ORION_SHELL_NEXT")
+OWN_NAMES = ("CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", "ORION_SHELL_UNSET", "ORION_SHELL_NEXT", "ORION_SHELL_REAL")
 # Pinned empty whenever env-isolation is on (flag_env says why).
 PINNED = {"BASH_ENV": ""}
 # The launcher's switch: "0" (or false/no/off) makes env-isolation rewrite the commands instead of the prefix.
@@ -118,11 +127,34 @@ def flag_env(prefix: str, shell: str, names: Iterable[str], own_prefix: str | No
 
 
 def bwrap_args(hidden_dirs: Iterable[str]) -> list[str]:
-    """bubblewrap's options that put the prefix at INSIDE_PATH (after every other mount); [] when the plan does not
-    hide /run (then the session falls back to the rewrite)."""
+    """bubblewrap's options that put the prefix at INSIDE_PATH and the shell wrapper beside it under both its names
+    (after every other mount); [] when the plan does not hide /run (then the session falls back to the rewrite)."""
     if RUN_DIR not in hidden_dirs:
         return []
-    return ["--ro-bind", str(PREFIX_SCRIPT), INSIDE_PATH, "--remount-ro", RUN_DIR]
+    wrappers = [arg for name in WRAPPER_NAMES.values() for arg in ("--ro-bind", str(WRAPPER_SCRIPT),
+                                                                    f"{INSIDE_DIR}/{name}")]
+    return ["--ro-bind", str(PREFIX_SCRIPT), INSIDE_PATH, *wrappers, "--remount-ro", RUN_DIR]
+
+
+def wrapper_flag_env(wrapper: str, shell: str, names: Iterable[str]) -> dict[str, str]:
+    """The CLI's flag settings `env` when a managed prefix outranks Orion's: the shell wrapper as the CLI's shell, the
+    real shell it becomes, and the names it takes out (BASH_ENV pinned as with the prefix)."""
+    unset = sorted(set(names) | set(OWN_NAMES) | set(PINNED))
+    return {"CLAUDE_CODE_SHELL": wrapper, "ORION_SHELL_REAL": shell, "ORION_SHELL_UNSET": " ".join(unset), **PINNED}
+
+
+def wrapper_path(boundary: object | None, shell: str) -> str | None:
+    """Where the session's CLI finds the shell wrapper under the name that tells the CLI what `shell` is (None: the
+    rewrite stays): inside a Linux boundary, bound read-only beside the prefix; without one, the package's link,
+    by the same reasoning as `unconfined_path`; inside a macOS boundary, where the prefix could be."""
+    kind = "zsh" if "zsh" in os.path.basename(shell) else "bash" if "bash" in os.path.basename(shell) else None
+    if kind is None or prefix_path(boundary) is None:
+        return None
+    if boundary is not None and getattr(boundary, "platform", "") == "linux":
+        return f"{INSIDE_DIR}/{WRAPPER_NAMES[kind]}"
+    link = WRAPPER_SCRIPT.parent / WRAPPER_NAMES[kind]
+    path = str(link.parent.resolve() / link.name)  # the link's own name: the CLI reads the kind from it
+    return path if " -" not in path and os.access(path, os.X_OK) else None
 
 
 def prefix_path(boundary: object | None) -> str | None:
@@ -171,9 +203,9 @@ def session_flag_env(registry: Iterable[object], boundary: object | None, cli_en
                      environ: Mapping[str, str] | None = None, own_prefix: str | None = None,
                      managed: str | None = None) -> dict[str, str] | None:
     """The flag settings `env` of a session whose hook set runs built-in env-isolation (None: it is off). With the
-    prefix, when it has a place (`prefix_path`), the launcher did not switch it off (`SWITCH`) and no managed
-    settings' prefix (`managed`, from `managed_prefix`) outranks it: `flag_env`; without, env-isolation rewrites and
-    this only pins BASH_ENV. The names are env-isolation's own (its options, then the sidecar's variables under its
+    prefix, when it has a place (`prefix_path`) and the launcher did not switch it off (`SWITCH`): `flag_env`; when a
+    managed settings' prefix (`managed`, from `managed_prefix`) outranks it, the shell wrapper (`wrapper_flag_env`);
+    without either, env-isolation rewrites and this only pins BASH_ENV. The names are env-isolation's own (its options, then the sidecar's variables under its
     prefixes). `own_prefix`: the user's own prefix (`users_own_prefix`), which runs after Orion's."""
     from hooks.builtin.env_isolation import INTERNAL_ENV_PREFIXES, INTERNAL_ENV_VARS, names_to_unset
 
@@ -186,9 +218,15 @@ def session_flag_env(registry: Iterable[object], boundary: object | None, cli_en
     prefixes = tuple(options.get("prefixes", INTERNAL_ENV_PREFIXES))
     environ = os.environ if environ is None else environ
     switched_off = environ.get(SWITCH, "").strip().lower() in ("0", "false", "no", "off")
-    prefix, shell = (None if switched_off or managed else prefix_path(boundary)), cli_shell(cli_env)
-    if prefix is None or shell is None:
+    shell = cli_shell(cli_env)
+    if switched_off or shell is None:
         return dict(PINNED)  # env-isolation rewrites; the CLI's start-up shell still sources no BASH_ENV
+    if managed:
+        wrapper = wrapper_path(boundary, shell)
+        return wrapper_flag_env(wrapper, shell, names_to_unset(environ, names, prefixes)) if wrapper else dict(PINNED)
+    prefix = prefix_path(boundary)
+    if prefix is None:
+        return dict(PINNED)
     return flag_env(prefix, shell, names_to_unset(environ, names, prefixes), own_prefix)
 
 

@@ -197,36 +197,54 @@ MANAGED_DIR = Path("/etc/claude-code")  # where the CLI reads managed settings o
 
 @pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0 or MANAGED_DIR.exists(),
                     reason="writes the machine's managed Claude Code settings: root on Linux, none there already")
-async def test_an_organizations_managed_prefix_outranks_orions_so_commands_are_rewritten(sidecar,
-                                                                                      tmp_path: Path) -> None:
-    """Managed settings outrank the flag settings (2.1.330 ran the managed wrapper, not Orion's): with one, the session
-    rewrites each command, says why, and the organization's wrapper runs the rewritten command, so the commands
-    still see none of the sidecar's variables."""
+@pytest.mark.parametrize("sandbox", [pytest.param("auto", marks=needs_sandbox), "off"])
+async def test_an_organizations_managed_prefix_runs_and_orions_shell_still_isolates(sidecar, tmp_path: Path,
+                                                                                     sandbox: str) -> None:
+    """Managed settings outrank the flag settings (2.1.330 ran the managed wrapper, not Orion's prefix): the session's
+    CLI then runs its shells through Orion's shell wrapper, so the organization's prefix gets each command as in
+    Claude Code, the commands see none of the sidecar's variables, and the CLI judges them as written. The session
+    says what that leaves out (an MCP server started through the managed prefix)."""
     wrapper, log = tmp_path / "org-wrap", tmp_path / "org-wrap.log"
+    if sandbox == "auto":  # where the box shows it (its /tmp is its own)
+        wrapper, log = Path("/usr/local/lib/orion-test-org-wrap"), Path("/var/tmp/orion-test-org-wrap.log")
     wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >> "{log}"\nexec /bin/sh -c "$1"\n')
     wrapper.chmod(0o755)
     MANAGED_DIR.mkdir()
     try:
         (MANAGED_DIR / "managed-settings.json").write_text(json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX":
                                                                                str(wrapper)}}))
-        async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once")) as run:
+        async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"),
+                           env={"ORION_USER_SETTINGS": str(writable_var_tmp(tmp_path))}) as run:
             lying_project(run.project)
             await run.trust()
             created = await run.request("session/new", {"projectDir": str(run.project),
-                                                        "model": f"scripted:{SCENARIO}", "sandbox": "off"},
+                                                        "model": f"scripted:{SCENARIO}", "sandbox": sandbox},
                                         timeout=60.0)
             sid = created["sessionId"]
-            assert any("managed" in w and "CLAUDE_CODE_SHELL_PREFIX" in w for w in created["warnings"]), created
+            assert any("managed" in w and "MCP server" in w for w in created["warnings"]), created["warnings"]
             assert (await run.prompt(sid, "go"))["stopReason"] == "end_turn"
-            rewrites = [r for r in run.named("hook_response", sid) if r["hookName"] == "env-isolation"
-                        and ((r.get("output") or {}).get("hookSpecificOutput") or {}).get("updatedInput")]
-            assert len(rewrites) == 4
+            asked = [r["toolInput"].get("command", r["toolName"]) for r in run.permission_requests]
+            assert asked == [COMMANDS[2], COMMANDS[3], "mcp__envprobe__env"], asked  # not `ls -la`, not the rule's
+            isolation = [r for r in run.named("hook_response", sid) if r["hookName"] == "env-isolation"]
+            assert isolation and all(not r.get("output") for r in isolation), isolation  # no rewrite
             await run.end(sid)
+        ran = log.read_text()
+        assert "eval 'ls -la'" in ran and "eval 'env | sort > env.txt'" in ran  # the org's prefix, the CLI's lines
     finally:
         shutil.rmtree(MANAGED_DIR, ignore_errors=True)
-    assert "unset ANTHROPIC" in log.read_text() and "ls -la" in log.read_text()  # the org's wrapper, the rewrite
+        if sandbox == "auto":
+            wrapper.unlink(missing_ok=True)
+            log.unlink(missing_ok=True)
     seen = names((run.project / "env.txt").read_text())
-    assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL[:5]), seen & set(INTERNAL)
+    assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL), seen & set(INTERNAL)
+    assert not (run.project / "bash-env-saw.txt").exists()
+
+
+def writable_var_tmp(tmp_path: Path) -> Path:
+    """Orion's user settings letting the box write the organization wrapper's log (/var/tmp)."""
+    settings = tmp_path / "orion-user.json"
+    settings.write_text(json.dumps({"sandbox": {"writablePaths": ["/var/tmp"]}}))
+    return settings
 
 
 @needs_sandbox

@@ -63,8 +63,11 @@ def test_without_a_boundary_the_packages_own_prefix_runs_unless_its_path_or_mode
 
 
 def test_inside_a_linux_box_the_prefix_sits_under_run_remounted_read_only() -> None:
-    assert si.bwrap_args(("/run", "/home/u/.ssh")) == ["--ro-bind", str(si.PREFIX_SCRIPT), si.INSIDE_PATH,
-                                                       "--remount-ro", "/run"]
+    wrapper = str(si.WRAPPER_SCRIPT)
+    assert si.bwrap_args(("/run", "/home/u/.ssh")) == [
+        "--ro-bind", str(si.PREFIX_SCRIPT), si.INSIDE_PATH,
+        "--ro-bind", wrapper, "/run/orion-shell/orion-bash.sh", "--ro-bind", wrapper, "/run/orion-shell/orion-zsh.sh",
+        "--remount-ro", "/run"]
     assert si.bwrap_args(("/home/u/.ssh",)) == []  # no hidden /run: no place, the rewrite stays
 
 
@@ -166,7 +169,35 @@ def test_an_organizations_managed_prefix_outranks_orions_so_the_session_rewrites
     assert si.managed_prefix([tmp_path / "absent.json"]) is None
     registry = builtin_registry({}, data_dir=tmp_path, defer=True)
     cli_env = {"PATH": os.environ["PATH"], "SHELL": "/bin/bash"}
-    assert si.session_flag_env(registry, None, cli_env, environ={}, managed="/opt/org/wrap") == si.PINNED
+    # The CLI's shell is Orion's wrapper then, named as the CLI's own shell (bash here), taking the same names out.
+    boxed = si.session_flag_env(registry, box_with_run(), cli_env, environ={}, managed="/opt/org/wrap")
+    assert boxed is not None and "CLAUDE_CODE_SHELL_PREFIX" not in boxed
+    assert boxed["CLAUDE_CODE_SHELL"] == "/run/orion-shell/orion-bash.sh" and boxed["BASH_ENV"] == ""
+    assert boxed["ORION_SHELL_REAL"] == si.cli_shell(cli_env)
+    assert {"ANTHROPIC_API_KEY", "ORION_SHELL_REAL"} <= set(boxed["ORION_SHELL_UNSET"].split())
+    unboxed = si.session_flag_env(registry, None, {**cli_env, "SHELL": "/usr/bin/zsh"}, environ={},
+                                  managed="/opt/org/wrap")
+    assert unboxed is not None and os.path.basename(unboxed["CLAUDE_CODE_SHELL"]) in ("orion-bash.sh", "orion-zsh.sh")
+    assert os.path.basename(unboxed["CLAUDE_CODE_SHELL"]).removeprefix("orion-").removesuffix(".sh") \
+        in os.path.basename(unboxed["ORION_SHELL_REAL"])
+    # No place for it (a box without a hidden /run): the rewrite.
+    assert si.session_flag_env(registry, box_with_run(()), cli_env, environ={}, managed="/opt/org/wrap") == si.PINNED
+
+
+def box_with_run(hidden: tuple[str, ...] = ("/run",)) -> object:
+    return type("B", (), {"platform": "linux", "plan": type("P", (), {"hidden_dirs": hidden})()})()
+
+
+def test_the_shell_wrapper_takes_the_names_out_and_becomes_the_real_shell_with_its_arguments(tmp_path: Path) -> None:
+    env = si.wrapper_flag_env("/unused", "/bin/bash", ["SECRET"])
+    line = 'echo "s=${SECRET-gone} real=${ORION_SHELL_REAL-gone} kind=${BASH_VERSION:+bash}"; echo "$0:$1"'
+    done = subprocess.run([str(si.WRAPPER_SCRIPT.parent / "orion-bash.sh"), "-c", line, "zero", "one"],
+                          env={"PATH": os.environ["PATH"], **env, "SECRET": "s3cret"}, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0 and done.stdout.splitlines() == ["s=gone real=gone kind=bash", "zero:one"], done
+    refused = subprocess.run([str(si.WRAPPER_SCRIPT), "-c", "true"], env={"ORION_SHELL_REAL": "bash"},
+                             capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 126 and "absolute" in refused.stderr
 
 
 def test_a_shell_form_hook_runs_through_the_users_prefix_and_the_exec_form_and_powershell_do_not() -> None:
