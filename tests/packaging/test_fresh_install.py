@@ -33,6 +33,11 @@ def test_a_plain_pip_install_runs_the_demo(tmp_path: Path) -> None:
     assert "frontend_stub/demo_project/.claude/hooks/audit-bash.sh" in names
     assert "sidecar/cli_exec.sh" in names and "hooks/builtin_settings.json" in names
     assert "frontend_stub/inspector/page.html" in names  # `orion inspect` serves it
+    # env-isolation's shell prefix and shell wrapper (the latter under the names the CLI reads a shell's kind from),
+    # executable: a session runs every command through them (sidecar/shell_isolation.py).
+    modes = {i.filename: i.external_attr >> 16 for i in zipfile.ZipFile(wheel).infolist()}
+    for script in ("shell_prefix.sh", "shell_wrapper.sh", "orion-bash.sh", "orion-zsh.sh"):
+        assert modes.get(f"sidecar/{script}", 0) & 0o111, (script, oct(modes.get(f"sidecar/{script}", 0)))
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
