@@ -192,7 +192,9 @@ async def test_the_users_own_shell_prefix_runs_after_orions_without_its_names(si
     assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL), seen & set(INTERNAL)
 
 
-MANAGED_DIR = Path("/etc/claude-code")  # where the CLI reads managed settings on Linux (sidecar/credentials.py)
+# Where the CLI reads managed settings on Linux (sidecar/credentials.py). Machine-wide: while the test below has them
+# written, every Claude Code CLI on the machine reads them, so it runs only in this suite's serial order.
+MANAGED_DIR = Path("/etc/claude-code")
 
 
 @pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0 or MANAGED_DIR.exists(),
