@@ -142,6 +142,7 @@ class ParsedSettings:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     disable_all: bool = False
+    allow_managed_hooks_only: bool = False  # `allowManagedHooksOnly`: honoured only from managed settings
     allowed_http_urls: list[str] | None = None
     disabled_hooks: frozenset[str] = frozenset()  # `disabledHooks`: honoured only from the user's own settings
     claude_user_hooks: bool | None = None  # `claudeUserHooks`: honoured only from Orion's user settings (None: unset)
@@ -172,6 +173,12 @@ def parse_settings(data: Any, file: Path, *, hooks_dir: Path | None = None) -> P
         out.errors.append(f"{file}: $.disableAllHooks: expected true or false")
     else:
         out.disable_all = dis
+
+    amho = data.get("allowManagedHooksOnly", False)
+    if not isinstance(amho, bool):
+        out.errors.append(f"{file}: $.allowManagedHooksOnly: expected true or false")
+    else:
+        out.allow_managed_hooks_only = amho
 
     cuh = data.get("claudeUserHooks")
     if cuh is not None and not isinstance(cuh, bool):

@@ -25,14 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from hooks.scoped import read_scoped
-from hooks.plugins import PLUGIN, PROJECT_PLUGIN, Plugin, ensure_data_dir, load_plugins
+from hooks.plugins import MANAGED_PLUGIN, PLUGIN, PROJECT_PLUGIN, Plugin, ensure_data_dir, load_plugins
 from hooks.conditions import TOOL_CONDITION_EVENTS, Condition, ConditionError, parse_condition
-from hooks.config import RawEntry, first_word, split_command
+from hooks.config import ParsedSettings, RawEntry, first_word, split_command
 from hooks.matchers import Matcher, MatcherError, compile_matcher, exact_names, matcher_problem, matches_all
 from hooks.registry import HookRegistry, ProgrammaticHook, default_registry
 from hooks.manifest import (INTERPRETER, SCRIPT_SUFFIXES, Manifest, argv_files, build_manifest, command_files,
                             expand_exec_word, expand_project_dir, pins)
-from hooks.sources import USER_CONFIGURABLE_BUILTINS, SourcePaths, read_overrides, read_settings, user_builtin_options
+from hooks.sources import (USER_CONFIGURABLE_BUILTINS, SourcePaths, read_json, read_overrides, read_settings,
+                           user_builtin_options)
 from hooks.trust import TrustStatus, TrustStore
 from hooks.url_patterns import url_matches, url_problem
 from hooks.interpret import FEEDBACK_EVENTS
@@ -62,6 +63,8 @@ _POSITION = re.compile(r"\$\.hooks\.(?P<event>[A-Za-z]+)\[(?P<group>\d+)\]\.hook
 # They run without the project's trust (the user wrote them), unless they run a file inside the project; only
 # Orion's user settings switch them (`claudeUserHooks`, `disabledHooks`, `disableAllHooks`) besides their own file.
 CLAUDE_USER = "claude-user"
+# An organization's managed Claude Code settings (hooks/sources.py): their hooks are listed, never run by Orion.
+MANAGED = "managed"
 # The user's own Claude Code setup: their settings file's hooks and the plugins it enables. Both run without the
 # project's trust except a hook that runs a file inside the project; `claudeUserHooks` switches both.
 USER_CLAUDE_SOURCES = frozenset({CLAUDE_USER, PLUGIN})
@@ -252,10 +255,11 @@ class HookSet:
         return [s for s in self.entries if s.name == name]
 
     def counts(self) -> dict[str, int]:
-        """How many hooks are active, wait for trust, or were dropped by policy (what session/new reports)."""
+        """How many hooks are active, wait for trust, or were dropped by policy, and how many the organization's
+        managed settings give the CLI to run itself (what session/new reports)."""
         states = [spec.state for spec in self.entries]
         return {"active": states.count("active"), "untrusted": states.count("untrusted"),
-                "dropped": states.count("dropped")}
+                "dropped": states.count("dropped"), "managed": states.count("managed")}
 
     @property
     def needs_trust(self) -> bool:
@@ -326,10 +330,71 @@ class Switches:
     project_urls: list[str] | None = None  # project and local allowedHttpHookUrls: narrow project hooks only
     claude_user_urls: list[str] | None = None  # the Claude Code user file's allowedHttpHookUrls: narrow its own hooks
     claude_user_on: bool = True  # Orion's user settings `claudeUserHooks` (only that file may set it)
+    managed: ManagedPolicy = field(default_factory=lambda: ManagedPolicy())
 
 
-def _switches(parsed: dict[str, Any], overrides: frozenset[str]) -> Switches:
-    sw = Switches(user_disabled=parsed["user"].disabled_hooks, project_disabled=overrides)
+@dataclass(slots=True)
+class ManagedPolicy:
+    """What an organization's managed Claude Code settings decide about hooks. Only those files (root's, on Linux)
+    set any of it; nothing a user, a project or the agent writes loosens it. Measured on the bundled CLI 2.1.330, with
+    Orion's flag settings `disableAllHooks: true` in place: the CLI still runs the managed files' own hooks;
+    `allowManagedHooksOnly` stops the user's, the project's and the flag settings' hooks; a managed `disableAllHooks`
+    stops every settings hook, the managed ones too; the SDK's callbacks (Orion's whole engine) are called in every
+    case."""
+
+    only_managed: Path | None = None  # the file whose allowManagedHooksOnly (or disableAllHooks) holds
+    disable_all: Path | None = None  # the file whose disableAllHooks holds
+    urls: list[str] | None = None  # allowedHttpHookUrls of the managed files: every http hook must match
+    plugins_off: dict[str, Path] = field(default_factory=dict)  # enabledPlugins false: plugin id -> the file
+
+    @classmethod
+    def read(cls, managed: list[ParsedSettings]) -> ManagedPolicy:
+        out = cls()
+        for p in managed:
+            doc, _error, _exists = read_json(p.file)
+            doc = doc if isinstance(doc, dict) else {}
+            # The CLI takes any disableAllHooks but false, "false" or null as set (a malformed policy restricts).
+            if doc.get("disableAllHooks") not in (None, False, "false"):
+                out.disable_all = out.disable_all or p.file
+                out.only_managed = out.only_managed or p.file
+            if p.allow_managed_hooks_only or doc.get("allowManagedHooksOnly") not in (None, False, "false"):
+                out.only_managed = out.only_managed or p.file
+            if p.allowed_http_urls is not None:
+                out.urls = (out.urls or []) + p.allowed_http_urls
+            section = doc.get("enabledPlugins")
+            if isinstance(section, dict):
+                for plugin_id, value in section.items():
+                    # Managed settings outrank every other file: their `false` turns a plugin off for the session
+                    # (their `true` makes it theirs: hooks/plugins.py MANAGED_PLUGIN).
+                    if value is not True:
+                        out.plugins_off[str(plugin_id)] = p.file
+        return out
+
+    def notes(self, hooks: list[HookSpec]) -> list[str]:
+        """What a session's warnings say about the managed settings' hooks (Orion neither runs nor observes them)."""
+        out = []
+        mine = [s for s in hooks if s.source == MANAGED and s.state == "managed"]
+        if mine:
+            files = sorted({str(s.source_file) for s in mine})
+            out.append(f"{len(mine)} hook(s) of the organization's managed Claude Code settings ({', '.join(files)}) "
+                       "run in the Claude Code CLI itself, as in Claude Code: Orion lists them (state \"managed\") "
+                       "but neither runs nor can switch them off")
+        theirs = sorted({s.plugin.id for s in hooks if s.source == MANAGED_PLUGIN and s.state == "managed"})
+        if theirs:
+            out.append(f"the organization's managed settings enable plugin(s) {', '.join(theirs)}: the Claude Code CLI "
+                       "runs their hooks itself where it loads them (a session whose CLI reads the user's Claude Code "
+                       "folder); Orion lists them (state \"managed\") and never runs them")
+        if self.only_managed is not None:
+            dropped = [s for s in hooks if s.state == "dropped" and s.reason and s.reason.startswith("allowManagedHooksOnly")]
+            if dropped:
+                out.append(f"allowManagedHooksOnly is set in {self.only_managed}, the organization's managed settings: "
+                           f"{len(dropped)} hook(s) of other settings files and plugins do not run, as in Claude Code")
+        return out
+
+
+def _switches(parsed: dict[str, Any], overrides: frozenset[str], managed: ManagedPolicy | None = None) -> Switches:
+    sw = Switches(user_disabled=parsed["user"].disabled_hooks, project_disabled=overrides,
+                  managed=managed or ManagedPolicy())
     sw.claude_user_on = parsed["user"].claude_user_hooks is not False
     # Narrowest first, so the widest file (the user's own) is the one named when several set it.
     for kind, covers in (("vault", ("vault",)), ("local", PROJECT_SOURCES), ("project", PROJECT_SOURCES),
@@ -355,6 +420,8 @@ def _misplaced_switches(parsed: dict[str, Any]) -> list[str]:
     """`claudeUserHooks` anywhere but Orion's user settings: said, and ignored (a project must not reach the user's hooks)."""
     out = [f"{p.file}: $.claudeUserHooks: only Orion's user settings may turn the user's Claude Code hooks on or off; ignored"
            for kind, p in parsed.items() if kind != "user" and p.claude_user_hooks is not None]
+    out += [f"{p.file}: $.allowManagedHooksOnly: only an organization's managed settings restrict hooks this way (as in "
+            "Claude Code); ignored" for p in parsed.values() if p.allow_managed_hooks_only]
     # Options of the built-in hooks (a guard's, auto-approve's): the user's settings only (hooks/sources.py).
     out += [f"{p.file}: $.builtin: only Orion's user settings configure the built-in hooks; ignored"
             for kind, p in parsed.items() if kind not in ("user", "builtin") and p.builtin_options]
@@ -377,19 +444,27 @@ def load_hookset(
     claude_user_settings: Path | None = None,
     trust_store: TrustStore | None = None,
     overlay: Mapping[Path, Any] | None = None,
+    managed_settings: tuple[Path, ...] | None = None,
 ) -> HookSet:
     """Read every source and apply policy, switches and trust. Never raises for bad files: they become warnings and
-    invalid entries. `overlay` (resolved path → document) stands in for settings files an edit has not written yet."""
+    invalid entries. `overlay` (resolved path → document) stands in for settings files an edit has not written yet;
+    `managed_settings` for the platform's managed settings files (tests; a session always reads the platform's)."""
     paths = SourcePaths.for_project(project_dir, vault_dir, builtin_settings=builtin_settings, user_settings=user_settings,
-                                    claude_user_settings=claude_user_settings)
+                                    claude_user_settings=claude_user_settings, managed_settings=managed_settings)
     registry = default_registry if registry is None else registry
     store = trust_store if trust_store is not None else TrustStore()
     warnings: list[str] = []
 
     parsed = {}
+    managed: list[ParsedSettings] = []  # the organization's files: one kind, several files
+    files: list[tuple[str, ParsedSettings]] = []  # every file, in SOURCE_ORDER
     for kind, path in paths.ordered():
         p = read_settings(kind, path, paths.hooks_dir, overlay)
-        parsed[kind] = p
+        files.append((kind, p))
+        if kind == MANAGED:
+            managed.append(p)
+        else:
+            parsed[kind] = p
         warnings.extend(p.errors)
         warnings.extend(p.warnings)
     overrides, problems = read_overrides(paths.overrides)
@@ -399,8 +474,9 @@ def load_hookset(
         warnings.append(f"{paths.claude_user}: the user's Claude Code settings are this project's own settings file "
                         "(the project is the home directory); read once, as the project's: its hooks wait for trust")
 
-    builder = _Builder(paths, warnings, _switches(parsed, overrides))
-    for kind, p in parsed.items():
+    policy = ManagedPolicy.read(managed)
+    builder = _Builder(paths, warnings, _switches(parsed, overrides, policy))
+    for kind, p in files:
         for raw in p.entries:
             builder.add_settings_entry(kind, p.file, raw)
     # The project's subagents and skills with hooks of their own (hooks/scoped.py): project hooks, scoped.
@@ -410,7 +486,7 @@ def load_hookset(
             builder.add_settings_entry("project", scoped.parsed.file, raw, scope=(scoped.scope, scoped.name))
     # The Claude Code plugins the user's and the project's settings enable (hooks/plugins.py), after the files.
     plugins = load_plugins(None if paths.claude_user_is_project_file else paths.claude_user, paths.project_dir,
-                           [paths.project, paths.local], warnings)
+                           [paths.project, paths.local], warnings, paths.managed)
     for plugin in plugins:
         for section in plugin.hooks:
             warnings.extend(section.errors)
@@ -420,6 +496,7 @@ def load_hookset(
         builder.add_programmatic(prog)
     builder.check_switch_names()
     builder.check_shadowing()
+    warnings.extend(policy.notes(builder.specs))
 
     vault_root = Path(vault_dir).expanduser().resolve() if vault_dir is not None else None
     project_plugins = [p for p in plugins if p.kind == PROJECT_PLUGIN]
@@ -507,6 +584,8 @@ class _Builder:
             spec.state, spec.reason = "invalid", raw.error
         elif not self._compile(spec, where):
             pass
+        elif (ruled := self._managed_rule(spec)) is not None:
+            spec.state, spec.reason = ruled
         elif htype == "http" and (url_problem := self._url_problem(kind, config.url)):
             spec.state, spec.reason = "invalid", url_problem
             self.warnings.append(f"{where}: {spec.reason}")
@@ -524,7 +603,7 @@ class _Builder:
             self.warnings.append(f"{where}: {htype} hook {spec.name!r} dropped by policy: only prompt hooks are allowed from {kind} settings")
         else:
             self._apply_switches(spec, config.enabled, where)
-        if spec.state in ("active", "disabled") and config is not None:
+        if spec.state in ("active", "disabled", "managed") and config is not None:
             self._prepare_executable(spec, config, where)
         if spec.fail_closed and spec.state != "invalid":
             self._check_fail_closed(spec, where)
@@ -565,12 +644,41 @@ class _Builder:
             return
         self.warnings.append(f"{where}: failClosed on hook {spec.name!r} has no effect: {why}")
 
+    def _managed_rule(self, spec: HookSpec) -> tuple[str, str] | None:
+        """(state, reason) the organization's managed settings give a settings hook, or None: their own hooks are the
+        CLI's to run; their disableAllHooks stops every settings hook, allowManagedHooksOnly every hook but theirs;
+        their enabledPlugins `false` turns a plugin's hooks off. Built-in and programmatic hooks are Orion's and the
+        host's own features (SDK callbacks, which the CLI calls under either switch)."""
+        policy = self.switches.managed
+        if spec.builtin:
+            return None
+        if policy.disable_all is not None:
+            return "disabled", (f"disableAllHooks is set in {policy.disable_all}, the organization's managed settings: "
+                                "no settings hook runs, as in Claude Code")
+        if spec.source == MANAGED:
+            return "managed", ("an organization's managed hook: the Claude Code CLI runs it itself, as in Claude Code; "
+                               "Orion neither runs nor can switch it off")
+        if spec.source == MANAGED_PLUGIN:
+            return "managed", (f"plugin {spec.plugin.id} is enabled by {spec.plugin.enabled_in}, the organization's "
+                               "managed settings: the Claude Code CLI runs its hooks itself, where it loads the plugin "
+                               "(a session whose CLI reads the user's Claude Code folder); Orion never runs them")
+        if spec.plugin is not None and spec.plugin.id in policy.plugins_off:
+            return "disabled", (f"enabledPlugins turns plugin {spec.plugin.id} off in "
+                                f"{policy.plugins_off[spec.plugin.id]}, the organization's managed settings")
+        if policy.only_managed is not None:
+            return "dropped", (f"allowManagedHooksOnly is set in {policy.only_managed}, the organization's managed "
+                               "settings: only its own hooks run, as in Claude Code")
+        return None
+
     def _url_problem(self, kind: str, url: str) -> str | None:
         # Each pattern is matched part by part on the parsed URL (hooks/url_patterns.py), never as one string.
         sw = self.switches
         refused = url_problem(url)
         if refused is not None:
             return refused
+        if sw.managed.urls is not None and not any(url_matches(url, pat) for pat in sw.managed.urls):
+            return (f"url {url!r} matches no allowedHttpHookUrls pattern of the organization's managed settings "
+                    f"({len(sw.managed.urls)} pattern(s))")
         if sw.trusted_urls is not None and not any(url_matches(url, pat) for pat in sw.trusted_urls):
             return f"url {url!r} matches no allowedHttpHookUrls pattern of the user's settings"
         if kind in PROJECT_SOURCES and sw.project_urls is not None and not any(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from pathlib import Path
 
 from hooks.errors import InvalidSessionId
@@ -21,6 +22,27 @@ def data_dir() -> Path:
     if xdg:
         return Path(xdg) / "orion"
     return Path.home() / ".local" / "share" / "orion"
+
+
+# Where Claude Code reads an organization's managed settings on this platform (they outrank every other source).
+MANAGED_SETTINGS_DIRS = {
+    "linux": Path("/etc/claude-code"),
+    "darwin": Path("/Library/Application Support/ClaudeCode"),
+}
+
+
+def managed_settings_files(directory: Path | None = None) -> list[Path]:
+    """``managed-settings.json``, then the ``managed-settings.d/*.json`` drop-ins in name order, those that exist.
+    Nothing names another place: these files belong to the machine's administrator (root-owned on Linux), and no
+    variable a user, a project or the agent sets moves them."""
+    directory = directory if directory is not None else MANAGED_SETTINGS_DIRS.get(sys.platform)
+    if directory is None:
+        return []
+    files = [directory / "managed-settings.json"]
+    drop_ins = directory / "managed-settings.d"
+    if drop_ins.is_dir():
+        files += sorted(drop_ins.glob("*.json"))
+    return [f for f in files if f.is_file()]
 
 
 def user_settings_path() -> Path:

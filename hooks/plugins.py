@@ -47,7 +47,11 @@ from hooks.sources import read_json
 
 PLUGIN = "plugin"  # enabled in the user's own Claude Code settings
 PROJECT_PLUGIN = "project-plugin"  # enabled by a project's settings (and not by the user's)
-PLUGIN_KINDS = frozenset({PLUGIN, PROJECT_PLUGIN})
+# Enabled by an organization's managed settings: the CLI runs its hooks itself whatever Orion's flag settings say
+# (measured on 2.1.330: a managed-enabled plugin's hook ran with flag `disableAllHooks: true`, with and without
+# allowManagedHooksOnly), so Orion lists them and never runs them (hooks/hookset.py).
+MANAGED_PLUGIN = "managed-plugin"
+PLUGIN_KINDS = frozenset({PLUGIN, PROJECT_PLUGIN, MANAGED_PLUGIN})
 
 # Files of one plugin pinned at most (a plugin with more is pinned by its first ones, in sorted walk order, and said).
 MAX_PLUGIN_FILES = 5000
@@ -75,7 +79,7 @@ class Plugin:
     id: str
     name: str
     marketplace: str
-    kind: str  # PLUGIN | PROJECT_PLUGIN
+    kind: str  # PLUGIN | PROJECT_PLUGIN | MANAGED_PLUGIN
     enabled_in: Path  # the settings file whose enabledPlugins turned it on
     data_dir: Path
     root: Path | None = None
@@ -127,12 +131,14 @@ class Enabled:
 
 
 def enabled_plugins(user: tuple[Path, Any] | None, project: list[tuple[Path, Any]],
-                    warnings: list[str]) -> list[Enabled]:
-    """Every plugin id turned on (`true`) once user < project < local are merged as the CLI merges them.
+                    warnings: list[str], managed: list[tuple[Path, Any]] | None = None) -> list[Enabled]:
+    """Every plugin id turned on (`true`) once user < project < local (< managed) are merged as the CLI merges them.
 
     A plugin the user's own settings turn on stays the user's (`plugin`) whatever the project says: a project's
     `false` does not switch off the user's plugin hooks (said in a warning), and a project's `true` adds nothing.
     A plugin only the project turns on is the project's (`project-plugin`), even when the user set it `false`.
+    A plugin the organization's managed settings turn on is theirs (`managed-plugin`), whoever else enables it; their
+    `false` is applied by the hook set's policy (hooks/hookset.py `ManagedPolicy`), which lists it as turned off.
     """
     found: dict[str, Enabled] = {}
     user_on: dict[str, Path] = {}
@@ -162,6 +168,11 @@ def enabled_plugins(user: tuple[Path, Any] | None, project: list[tuple[Path, Any
             before = found.get(plugin_id)
             found[plugin_id] = Enabled(plugin_id, value, PROJECT_PLUGIN, path,
                                        user_value=before.value if before and before.kind == PLUGIN else None)
+    for path, doc in managed or []:
+        section = doc.get("enabledPlugins") if isinstance(doc, dict) else None
+        for plugin_id, value in (section.items() if isinstance(section, dict) else ()):
+            if value is True and _ID.match(plugin_id):
+                found[plugin_id] = Enabled(plugin_id, True, MANAGED_PLUGIN, path)
     out = []
     for entry in found.values():
         if entry.value is True:
@@ -406,9 +417,10 @@ def _digests(root: Path) -> tuple[dict[str, str], bool]:
 
 
 def load_plugins(claude_user: Path | None, project_dir: Path, project_files: list[Path],
-                 warnings: list[str]) -> list[Plugin]:
-    """Every plugin the user's Claude Code settings (`claude_user`, None when that file is the project's own) and
-    the project's settings files turn on, resolved, with their hooks read; problems go to `warnings`."""
+                 warnings: list[str], managed_files: tuple[Path, ...] = ()) -> list[Plugin]:
+    """Every plugin the user's Claude Code settings (`claude_user`, None when that file is the project's own), the
+    project's settings files and the organization's managed settings turn on, resolved, with their hooks read;
+    problems go to `warnings`."""
     user_doc = None
     if claude_user is not None:
         doc, _error, exists = read_json(claude_user)  # its own errors are reported by the settings source
@@ -418,7 +430,12 @@ def load_plugins(claude_user: Path | None, project_dir: Path, project_files: lis
         doc, _error, exists = read_json(path)
         if exists and isinstance(doc, dict):
             project_docs.append((path, doc))
-    wanted = enabled_plugins(user_doc, project_docs, warnings)
+    managed_docs = []
+    for path in managed_files:
+        doc, _error, exists = read_json(path)
+        if exists and isinstance(doc, dict):
+            managed_docs.append((path, doc))
+    wanted = enabled_plugins(user_doc, project_docs, warnings, managed_docs)
     if not wanted:
         return []
     config_dir = (claude_user.parent if claude_user is not None else Path(os.environ.get("CLAUDE_CONFIG_DIR") or
@@ -426,9 +443,11 @@ def load_plugins(claude_user: Path | None, project_dir: Path, project_files: lis
     cat = _Catalogues(plugins_dir(config_dir), warnings)
     user_declared = _declared([user_doc[1]] if user_doc else [])
     project_declared = {**user_declared, **_declared([doc for _p, doc in project_docs])}
+    managed_declared = {**user_declared, **_declared([doc for _p, doc in managed_docs])}
     out = []
     for enabled in wanted:
-        plugin = resolve(enabled, project_dir, cat, user_declared if enabled.kind == PLUGIN else project_declared)
+        declared = {PLUGIN: user_declared, MANAGED_PLUGIN: managed_declared}.get(enabled.kind, project_declared)
+        plugin = resolve(enabled, project_dir, cat, declared)
         if plugin.problem:
             warnings.append(f"{enabled.file}: $.enabledPlugins: plugin {plugin.id}: {plugin.problem}; its hooks do "
                             "not run")

@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from hooks.config import ParsedSettings, parse_settings
-from hooks.paths import claude_user_settings_path, user_settings_path
+from hooks.paths import claude_user_settings_path, managed_settings_files, user_settings_path
 
 BUILTIN_SETTINGS = Path(__file__).with_name("builtin_settings.json")
 
 # Hook lists concatenate in this order; the hooks of enabled Claude Code plugins (hooks/plugins.py) follow them, and
 # programmatic hooks come after all of them. "user" is Orion's user settings, "claude-user" the user's own Claude Code
-# settings (~/.claude/settings.json), which `claude` runs hooks from too.
-SOURCE_ORDER = ("builtin", "user", "claude-user", "vault", "project", "local")
+# settings (~/.claude/settings.json), which `claude` runs hooks from too. "managed" is an organization's managed
+# Claude Code settings (managed-settings.json and its drop-ins): the CLI runs their hooks itself, whatever Orion's
+# flag settings say (measured), so Orion lists them and applies their policy but never runs them (hooks/hookset.py).
+SOURCE_ORDER = ("builtin", "managed", "user", "claude-user", "vault", "project", "local")
 
 
 @dataclass(slots=True, frozen=True)
@@ -31,6 +33,7 @@ class SourcePaths:
     project: Path
     local: Path
     overrides: Path
+    managed: tuple[Path, ...] = ()  # the organization's managed settings files that exist, in the CLI's order
 
     @classmethod
     def for_project(
@@ -41,6 +44,7 @@ class SourcePaths:
         builtin_settings: Path | None = None,
         user_settings: Path | None = None,
         claude_user_settings: Path | None = None,
+        managed_settings: tuple[Path, ...] | None = None,
     ) -> SourcePaths:
         project_dir = Path(project_dir).expanduser().resolve()
         claude = project_dir / ".claude"
@@ -53,6 +57,7 @@ class SourcePaths:
             project=claude / "settings.json",
             local=claude / "settings.local.json",
             overrides=claude / "hook-overrides.json",
+            managed=tuple(managed_settings) if managed_settings is not None else tuple(managed_settings_files()),
         )
 
     @property
@@ -75,7 +80,7 @@ class SourcePaths:
             return False
 
     def ordered(self) -> list[tuple[str, Path]]:
-        files = [("builtin", self.builtin), ("user", self.user)]
+        files = [("builtin", self.builtin), *(("managed", path) for path in self.managed), ("user", self.user)]
         if not self.claude_user_is_project_file:
             files.append(("claude-user", self.claude_user))
         if self.vault is not None:

@@ -79,12 +79,14 @@ TOOL_EVENTS: frozenset[str] = frozenset(
 
 HookType = Literal["command", "python", "prompt", "agent", "http", "mcp_tool", "callable"]
 # "plugin": a Claude Code plugin the user's own settings enable; "project-plugin": one only a project's settings
-# enable (hooks/plugins.py).
-SourceKind = Literal["builtin", "user", "claude-user", "vault", "project", "local", "plugin", "project-plugin",
-                     "programmatic"]
+# enable; "managed-plugin": one an organization's managed settings enable (hooks/plugins.py). "managed": the managed
+# settings' own hooks.
+SourceKind = Literal["builtin", "managed", "user", "claude-user", "vault", "project", "local", "plugin",
+                     "project-plugin", "managed-plugin", "programmatic"]
 Outcome = Literal["success", "blocked", "error", "timeout", "cancelled"]
 PermissionDecision = Literal["allow", "deny", "ask", "defer"]
-HookState = Literal["active", "disabled", "dropped", "untrusted", "invalid"]
+# "managed": an organization's managed hook, which the CLI runs itself; Orion lists it and never runs it.
+HookState = Literal["active", "disabled", "dropped", "untrusted", "invalid", "managed"]
 
 # deny > defer > ask > allow (REFERENCE.md: "When several hooks disagree").
 DECISION_RANK: dict[str, int] = {"allow": 0, "ask": 1, "defer": 2, "deny": 3}

@@ -102,6 +102,7 @@ class HookCounts(WireModel):
     active: int
     untrusted: int
     dropped: int
+    managed: int = 0  # hooks of the organization's managed settings: the CLI runs them itself
 
 
 class SessionNewResult(WireModel):
@@ -217,7 +218,9 @@ class PluginRef(WireModel):
     version: str | None = None
     marketplace: str
     root: str | None = None  # CLAUDE_PLUGIN_ROOT
-    enabled_by: Literal["plugin", "project-plugin"]  # the user's own Claude Code settings, or only a project's
+    # the user's own Claude Code settings, only a project's, or the organization's managed settings (the CLI runs
+    # such a plugin's hooks itself)
+    enabled_by: Literal["plugin", "project-plugin", "managed-plugin"]
     enabled_in: str  # the settings file whose enabledPlugins turns it on
 
 
@@ -237,7 +240,9 @@ class HookInfo(WireModel):
     type: str
     source: str
     source_file: str | None = None
-    state: Literal["active", "disabled", "dropped", "untrusted", "invalid"]
+    # "managed": a hook of the organization's managed Claude Code settings, which the CLI runs itself (Orion lists
+    # it, and neither runs nor can switch it off)
+    state: Literal["active", "disabled", "dropped", "untrusted", "invalid", "managed"]
     reason: str | None = None
     timeout: float | None = None
     fail_closed: bool = False

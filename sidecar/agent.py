@@ -164,6 +164,9 @@ class AgentConfig:
     # The hook events the CLI calls back for; None: every event the SDK can deliver. An event no hook listens to
     # costs the CLI a round trip to the sidecar on every occurrence, for nothing.
     hook_events: frozenset[str] | None = None
+    # Hooks the CLI runs itself (an organization's managed hooks, hooks/hookset.py): with any, the CLI reports its
+    # own hook runs in its stream and the session's hook observer sees them (sidecar/cli_hook_events.py).
+    cli_hooks: list[Any] = field(default_factory=list)
     # Claude Code plugins the CLI must not load (flag settings `enabledPlugins: false`, which outrank every settings
     # file): a project's plugin before the project is trusted, a user's plugin changed since it was trusted.
     disabled_plugins: list[str] = field(default_factory=list)
@@ -334,6 +337,7 @@ class AgentSession:
         self._trace_usage: dict[str, Any] = {}  # the current model request's token usage, when tracing is on
         self._box: Any = None  # the open boundary (sidecar.boundary.Box) while the CLI runs inside it
         self._relay: Any = None  # without a box: the open model relay (sidecar.model_credential.OpenRelay)
+        self._cli_hooks: Any = None  # sidecar.cli_hook_events.CliHookReporter, made on the first CLI hook report
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -416,6 +420,7 @@ class AgentSession:
             disallowed_tools=list(cfg.disallowed_tools),
             system_prompt=self._system_prompt(),
             include_partial_messages=cfg.include_partial_messages,
+            include_hook_events=bool(cfg.cli_hooks),
             setting_sources=list(cfg.setting_sources),  # type: ignore[arg-type]
             mcp_servers=dict(cfg.mcp_servers),  # type: ignore[arg-type]
             settings=self._flag_settings(),
@@ -821,8 +826,8 @@ class AgentSession:
             trace.end_model(self._trace_usage)
 
     async def _translate(self, message: Any) -> None:
-        from claude_agent_sdk.types import (AssistantMessage, StreamEvent, SystemMessage, TextBlock, ThinkingBlock,
-                                            ToolResultBlock, ToolUseBlock, UserMessage)
+        from claude_agent_sdk.types import (AssistantMessage, HookEventMessage, StreamEvent, SystemMessage, TextBlock,
+                                            ThinkingBlock, ToolResultBlock, ToolUseBlock, UserMessage)
 
         trace = getattr(self._bridge, "session", None)
         trace = trace.state.get(TRACE_KEY) if trace is not None else None  # hooks/tracing.py, when switched on
@@ -872,6 +877,8 @@ class AgentSession:
                     if trace is not None:
                         trace.end_tool(block.tool_use_id, "failed" if block.is_error else "completed")
                     await self._emit(self._tool_result_update(block, message))
+        elif isinstance(message, HookEventMessage):
+            await self._report_cli_hook(message.data)
         elif isinstance(message, SystemMessage):
             if message.subtype == "init":
                 self.cli_session_id = message.data.get("session_id")
@@ -929,6 +936,17 @@ class AgentSession:
         if parent:
             update["parentToolUseId"] = parent
         return update
+
+    async def _report_cli_hook(self, data: dict[str, Any]) -> None:
+        """A run of a hook the CLI runs itself (an organization's managed hook), to the session's hook observer."""
+        observer = getattr(getattr(self._bridge, "runner", None), "observer", None)
+        if observer is None:
+            return
+        if self._cli_hooks is None:
+            from sidecar.cli_hook_events import CliHookReporter
+
+            self._cli_hooks = CliHookReporter(observer, self.config.session_id, list(self.config.cli_hooks))
+        await self._cli_hooks.report(data)
 
     async def _report_compaction(self, summary: str) -> None:
         trigger = self._pending_compact_trigger or "auto"

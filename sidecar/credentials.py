@@ -35,17 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hooks.paths import managed_settings_files
+
 # The switch variables of the third-party providers, with the name shown for them.
 PROVIDERS = (
     ("CLAUDE_CODE_USE_BEDROCK", "Amazon Bedrock"),
     ("CLAUDE_CODE_USE_VERTEX", "Google Vertex AI"),
     ("CLAUDE_CODE_USE_FOUNDRY", "Microsoft Foundry"),
 )
-# Where the CLI reads admin-managed settings (they outrank the user's).
-MANAGED_SETTINGS_DIRS = {
-    "linux": Path("/etc/claude-code"),
-    "darwin": Path("/Library/Application Support/ClaudeCode"),
-}
 # The CLI's claude.ai login is usable for the model only with this scope.
 INFERENCE_SCOPE = "user:inference"
 _MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -84,18 +81,6 @@ class ClaudeFiles:
         config_dir = Path(explicit).expanduser() if explicit else home / ".claude"
         global_config = config_dir / ".claude.json" if explicit else home / ".claude.json"
         return cls(config_dir, config_dir / "settings.json", global_config, config_dir / ".credentials.json")
-
-
-def managed_settings_files(directory: Path | None = None) -> list[Path]:
-    """``managed-settings.json`` and the ``managed-settings.d/*.json`` drop-ins of this platform, if any."""
-    directory = directory if directory is not None else MANAGED_SETTINGS_DIRS.get(sys.platform)
-    if directory is None:
-        return []
-    files = [directory / "managed-settings.json"]
-    drop_ins = directory / "managed-settings.d"
-    if drop_ins.is_dir():
-        files += sorted(drop_ins.glob("*.json"))
-    return [f for f in files if f.is_file()]
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -697,6 +697,7 @@ class SessionManager:
             mcp_servers=servers,
             disallowed_tools=disallowed,
             hook_events=callback_events(hookset),
+            cli_hooks=[spec for spec in hookset.entries if spec.state == "managed"],
             disabled_plugins=sorted(hookset.held_back_plugins()),
             add_dirs=[str(r) for r in request.roots],
             teammate=request.teammate,

@@ -189,7 +189,8 @@ def seen_in_box(prefix: str, boundary: object | None) -> bool:
 def managed_prefix(files: Iterable[Path] | None = None) -> str | None:
     """The `CLAUDE_CODE_SHELL_PREFIX` of the organization's managed settings (`managed-settings.json`, then its
     drop-ins, a later file winning), which outranks Orion's flag settings; None when they set none."""
-    from sidecar.credentials import managed_settings_files, read_json_object
+    from hooks.paths import managed_settings_files
+    from sidecar.credentials import read_json_object
 
     value = None
     for path in managed_settings_files() if files is None else files:

@@ -77,6 +77,15 @@ class Case:
     # a file the harness writes in the project once the first prompt has answered (both runs): a probe behaviour
     # `wait_for` it makes a background hook answer after the turn, however loaded the machine
     release: str | None = None
+    # an organization's managed settings (both runs see them as /etc/claude-code/managed-settings.json, in a mount
+    # namespace of their own: tests/managed_settings.py): their hooks, as `hooks` above (tags of the probe), and
+    # their other keys (allowManagedHooksOnly, disableAllHooks, allowedHttpHookUrls, ...)
+    managed_hooks: dict[str, list[tuple[str | None, list[str]]]] = field(default_factory=dict)
+    managed_extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def managed(self) -> bool:
+        return bool(self.managed_hooks or self.managed_extra)
 
     @property
     def http(self) -> bool:
@@ -84,8 +93,15 @@ class Case:
         return any(entry.get("type") == "http" for entry in self.entries.values())
 
     def settings(self, probe_command: str, http_url: str = "") -> dict[str, Any]:
+        return {**self.extra_settings, "hooks": self._hooks(self.hooks, probe_command, http_url)}
+
+    def managed_settings(self, probe_command: str, http_url: str = "") -> dict[str, Any]:
+        return {**self.managed_extra, "hooks": self._hooks(self.managed_hooks, probe_command, http_url)}
+
+    def _hooks(self, spec: dict[str, list[tuple[str | None, list[str]]]], probe_command: str,
+               http_url: str) -> dict[str, list[dict[str, Any]]]:
         hooks: dict[str, list[dict[str, Any]]] = {}
-        for event, groups in self.hooks.items():
+        for event, groups in spec.items():
             for matcher, tags in groups:
                 entries = []
                 for tag in tags:
@@ -97,7 +113,7 @@ class Case:
                 if matcher is not None:
                     group["matcher"] = matcher
                 hooks.setdefault(event, []).append(group)
-        return {**self.extra_settings, "hooks": hooks}
+        return hooks
 
     def scenario(self) -> dict[str, Any]:
         return {"name": self.name, "turns": list(self.turns), "default": self.default, "side_reply": "Scripted title",
@@ -588,6 +604,26 @@ CASES += [
          entries={"ghost": _mcp(server="nowhere", onFailure="block")}, mcp=True, extra_settings=MCP_SETTINGS),
     Case("mcp_tool_unknown_tool_continues", {"PreToolUse": [("Bash", ["ghost", "after"])]},
          entries={"ghost": _mcp(tool="no_such_tool")}, mcp=True, extra_settings=MCP_SETTINGS),
+]
+
+# An organization's managed settings (round 11): the CLI runs their hooks itself under the sidecar too (Orion's flag
+# settings cannot switch them off), so what is compared is what runs beside them: the project's hooks, the policy's
+# switches, and what the model reads of a managed hook's block.
+ORG_BASH = {"PreToolUse": [("Bash", ["org"])]}
+CASES += [
+    Case("managed_hook_runs_beside_the_projects", {"PreToolUse": [("Bash", ["proj"])],
+                                                   "UserPromptSubmit": [(None, ["proj_prompt"])]},
+         managed_hooks={**ORG_BASH, "UserPromptSubmit": [(None, ["org_prompt"])]}),
+    Case("managed_allow_managed_hooks_only", {"PreToolUse": [("Bash", ["proj"])], "Stop": [(None, ["proj_stop"])]},
+         managed_hooks=ORG_BASH, managed_extra={"allowManagedHooksOnly": True}),
+    Case("managed_disable_all_hooks", {"PreToolUse": [("Bash", ["proj"])], "Stop": [(None, ["proj_stop"])]},
+         managed_hooks=ORG_BASH, managed_extra={"disableAllHooks": True}),
+    Case("managed_hook_exit2_blocks", {"PostToolUse": [("Bash", ["proj_post"])]},
+         {"org": {"exit": 2, "stderr": "the organization does not allow this"}}, managed_hooks=ORG_BASH),
+    Case("managed_project_disable_all_hooks_leaves_managed", {"PreToolUse": [("Bash", ["proj"])]},
+         managed_hooks=ORG_BASH, extra_settings={"disableAllHooks": True}),
+    Case("managed_http_urls_narrow_the_projects", {"PreToolUse": [("Bash", ["web", "proj"])]},
+         entries={"web": _http()}, managed_extra={"allowedHttpHookUrls": ["https://hooks.example.org/*"]}),
 ]
 
 BY_NAME = {case.name: case for case in CASES}

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,30 @@ def cli_path() -> str:
     return str(Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude")
 
 
+def managed_cli(case: Case, root: Path) -> str:
+    """The CLI the reference run starts: the bundled one, or for a case with managed settings a script that starts it
+    with the case's /etc/claude-code (tests/managed_settings.py), which the sidecar's run gets the same way."""
+    if not case.managed:
+        return cli_path()
+    from tests.managed_settings import managed_launcher
+
+    script = root / "managed-cli"
+    script.write_text("#!/bin/sh\nexec " + shlex.join([*managed_launcher(root / "etc-claude-code"), cli_path()])
+                      + ' "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+def sidecar_launcher(case: Case, root: Path) -> list[str] | None:
+    """`python -m sidecar`, for a case with managed settings inside its mount namespace; None: as it is."""
+    if not case.managed:
+        return None
+    from frontend_stub.client import default_sidecar_argv
+    from tests.managed_settings import managed_launcher
+
+    return [*managed_launcher(root / "etc-claude-code"), *default_sidecar_argv()]
+
+
 # --------------------------------------------------------------------------- set-up
 
 
@@ -86,6 +111,10 @@ def prepare(case: Case, root: Path, http_url: str = "") -> tuple[Path, Path]:
     for relative, text in case.files.items():
         (project / relative).parent.mkdir(parents=True, exist_ok=True)
         (project / relative).write_text(text)
+    if case.managed:
+        managed = root / "etc-claude-code"
+        managed.mkdir()
+        (managed / "managed-settings.json").write_text(json.dumps(case.managed_settings(command, http_url), indent=2))
     if case.shell_prefix:
         wrapper = root / "user-shell-prefix"
         wrapper.write_text(WRAPPER)
@@ -145,7 +174,7 @@ async def _run_cli(case: Case, root: Path, http: HttpProbe | None) -> Observatio
         env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"] = "1"  # a team member's process runs with agent teams on
     options = ClaudeAgentOptions(
         cwd=str(project), env=env, allowed_tools=list(case.allowed_tools), setting_sources=["project"],
-        system_prompt={"type": "preset", "preset": "claude_code"}, session_id=str(uuid.uuid4()), cli_path=cli_path(),
+        system_prompt={"type": "preset", "preset": "claude_code"}, session_id=str(uuid.uuid4()), cli_path=managed_cli(case, root),
         can_use_tool=refuse, extra_args=_cli_args(case),
         permission_mode=case.permission_mode,  # type: ignore[arg-type]
     )
@@ -251,7 +280,8 @@ async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None) -> Observ
 
     # CONFORMANCE_ECHO=1 shows the sidecar's log (a case that fails inside the sidecar says why there)
     echo = bool(os.environ.get("CONFORMANCE_ECHO"))
-    async with SidecarClient.launch(env=env, cwd=str(REPO), on_request=on_request, echo_stderr=echo) as client:
+    async with SidecarClient.launch(sidecar_launcher(case, root), env=env, cwd=str(REPO), on_request=on_request,
+                                    echo_stderr=echo) as client:
         with anyio.fail_after(RUN_TIMEOUT_S):
             await client.request("hooks/trust", {"projectDir": str(project)})
             created = await client.request("session/new", {

@@ -10,6 +10,7 @@ import pytest
 from tests.conformance.cases import CASES, KNOWN_DIFFERENCES
 from tests.conformance.compare import differences, load_golden
 from tests.conformance.harness import normalise, run_sidecar
+from tests.managed_settings import needs_managed_namespace
 
 pytestmark = [pytest.mark.cli]
 
@@ -18,7 +19,8 @@ def test_every_known_difference_names_a_case() -> None:
     assert set(KNOWN_DIFFERENCES) <= {case.name for case in CASES}
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@pytest.mark.parametrize("case", [pytest.param(case, marks=[needs_managed_namespace] if case.managed else [])
+                                  for case in CASES], ids=[case.name for case in CASES])
 @pytest.mark.asyncio
 async def test_the_sidecar_agrees_with_claude_code(case, tmp_path: Path) -> None:
     root = tmp_path / case.name

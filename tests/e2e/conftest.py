@@ -17,7 +17,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from frontend_stub.client import Event, SidecarClient
+from frontend_stub.client import Event, SidecarClient, default_sidecar_argv
 
 E2E_DIR = Path(__file__).resolve().parent
 REPO_ROOT = E2E_DIR.parent.parent
@@ -190,10 +190,12 @@ async def open_sidecar(
     trust: bool = True,
     permission: PermissionPolicy | None = None,
     env: dict[str, str] | None = None,
+    launcher: list[str] | None = None,
 ) -> AsyncIterator[E2ESidecar]:
     """Copy `project` to tmp, launch the sidecar with the test's isolated environment, collect its events.
 
-    Permission requests are recorded and answered by `permission` (default: reject once).
+    Permission requests are recorded and answered by `permission` (default: reject once). `launcher`: words put
+    before `python -m sidecar` (tests/managed_settings.py starts it in a mount namespace of its own).
     """
     project_dir = copy_project(project, tmp_path)
     log_dir = tmp_path / "model-requests"
@@ -213,7 +215,8 @@ async def open_sidecar(
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": option}}
 
-    async with SidecarClient.launch(env=child_env, cwd=str(REPO_ROOT), on_request=on_request) as client:
+    argv = [*launcher, *default_sidecar_argv()] if launcher else None
+    async with SidecarClient.launch(argv, env=child_env, cwd=str(REPO_ROOT), on_request=on_request) as client:
         run = E2ESidecar(client=client, project=project_dir, log_dir=log_dir)
         box.append(run)
         # Collected as they are read: once a prompt's answer is back, every event sent before it is in run.events.

@@ -61,6 +61,7 @@ class Project:
         return TrustStore().trust(self.root)
 
     def load(self, registry: HookRegistry | None = None, vault: Path | None = None, **kw: Any) -> HookSet:
+        kw.setdefault("managed_settings", ())  # not the machine's /etc/claude-code
         return load_hookset(self.root, vault, registry=registry if registry is not None else HookRegistry(), **kw)
 
 

@@ -57,9 +57,11 @@ def test_the_test_suite_never_reads_the_machines_own_claude_settings(project):
 
 
 def test_sources_concatenate_in_documented_order_then_programmatic(project, tmp_path):
-    """builtin, user, claude-user, vault, project, local, then programmatic; every listing row has the same keys."""
-    assert SOURCE_ORDER == ("builtin", "user", "claude-user", "vault", "project", "local")
+    """builtin, managed, user, claude-user, vault, project, local, then programmatic; every listing row has the same
+    keys."""
+    assert SOURCE_ORDER == ("builtin", "managed", "user", "claude-user", "vault", "project", "local")
     builtin = write_json(tmp_path / "builtin.json", settings("Stop", cmd("echo b", name="b")))
+    managed = write_json(tmp_path / "managed-settings.json", settings("Stop", cmd("echo m", name="m")))
     user = write_json(tmp_path / "user.json", settings("Stop", {"type": "prompt", "prompt": "u", "name": "u"}))
     claude_user = _claude_user(tmp_path, cmd("echo c", name="c"), event="Stop", matcher=None)
     vault = tmp_path / "vault"
@@ -73,9 +75,9 @@ def test_sources_concatenate_in_documented_order_then_programmatic(project, tmp_
         return None
 
     hs = project.load(registry=reg, vault=vault, builtin_settings=builtin, user_settings=user,
-                      claude_user_settings=claude_user)
+                      claude_user_settings=claude_user, managed_settings=(managed,))
     assert [(s.name, s.source) for s in hs.entries] == [
-        ("b", "builtin"), ("u", "user"), ("c", "claude-user"), ("v", "vault"), ("p", "project"), ("l", "local"),
+        ("b", "builtin"), ("m", "managed"), ("u", "user"), ("c", "claude-user"), ("v", "vault"), ("p", "project"), ("l", "local"),
         ("prog", "programmatic")]
     first = hs.to_listing()[0]
     assert set(first) == {"id", "name", "event", "matcher", "type", "source", "sourceFile", "state", "reason",
@@ -84,7 +86,8 @@ def test_sources_concatenate_in_documented_order_then_programmatic(project, tmp_
     row = next(r for r in hs.to_listing() if r["name"] == "c")
     assert row["source"] == "claude-user" and row["sourceFile"] == str(claude_user)
     assert row["state"] == "active" and row["reason"] is None
-    assert [k for k, _ in hs.paths.ordered()] == ["builtin", "user", "claude-user", "vault", "project", "local"]
+    assert [k for k, _ in hs.paths.ordered()] == ["builtin", "managed", "user", "claude-user", "vault", "project",
+                                                  "local"]
 
 
 def test_every_hook_type_runs_from_it_without_the_projects_trust(project, tmp_path):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import fixed_policy
+from tests.managed_settings import managed_launcher, needs_managed_namespace
 from tests.security.test_sandbox import needs_sandbox
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
@@ -192,13 +192,7 @@ async def test_the_users_own_shell_prefix_runs_after_orions_without_its_names(si
     assert "ISOLATION_PROBE" in seen and not seen & set(INTERNAL), seen & set(INTERNAL)
 
 
-# Where the CLI reads managed settings on Linux (sidecar/credentials.py). Machine-wide: while the test below has them
-# written, every Claude Code CLI on the machine reads them, so it runs only in this suite's serial order.
-MANAGED_DIR = Path("/etc/claude-code")
-
-
-@pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0 or MANAGED_DIR.exists(),
-                    reason="writes the machine's managed Claude Code settings: root on Linux, none there already")
+@needs_managed_namespace
 @pytest.mark.parametrize("sandbox", [pytest.param("auto", marks=needs_sandbox), "off"])
 async def test_an_organizations_managed_prefix_runs_and_orions_shell_still_isolates(sidecar, tmp_path: Path,
                                                                                      sandbox: str) -> None:
@@ -211,12 +205,13 @@ async def test_an_organizations_managed_prefix_runs_and_orions_shell_still_isola
         wrapper, log = Path("/usr/local/lib/orion-test-org-wrap"), Path("/var/tmp/orion-test-org-wrap.log")
     wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >> "{log}"\nexec /bin/sh -c "$1"\n')
     wrapper.chmod(0o755)
-    MANAGED_DIR.mkdir()
+    managed = tmp_path / "etc-claude-code"  # the sidecar's /etc/claude-code (tests/managed_settings.py)
+    managed.mkdir()
+    (managed / "managed-settings.json").write_text(json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX": str(wrapper)}}))
     try:
-        (MANAGED_DIR / "managed-settings.json").write_text(json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX":
-                                                                               str(wrapper)}}))
         async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"),
-                           env={"ORION_USER_SETTINGS": str(writable_var_tmp(tmp_path))}) as run:
+                           env={"ORION_USER_SETTINGS": str(writable_var_tmp(tmp_path))},
+                           launcher=managed_launcher(managed)) as run:
             lying_project(run.project)
             await run.trust()
             created = await run.request("session/new", {"projectDir": str(run.project),
@@ -233,7 +228,6 @@ async def test_an_organizations_managed_prefix_runs_and_orions_shell_still_isola
         ran = log.read_text()
         assert "eval 'ls -la'" in ran and "eval 'env | sort > env.txt'" in ran  # the org's prefix, the CLI's lines
     finally:
-        shutil.rmtree(MANAGED_DIR, ignore_errors=True)
         if sandbox == "auto":
             wrapper.unlink(missing_ok=True)
             log.unlink(missing_ok=True)

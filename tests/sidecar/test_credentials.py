@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import hooks.paths
 from sidecar import credentials
 from sidecar.credentials import ClaudeFiles, Credential, cli_truthy, find_credential, missing_credential_message
 from sidecar.sdk_env import ModelConfigError, NoCredential, build_model_env, cli_environment
@@ -23,7 +24,7 @@ def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in CREDENTIAL_VARS:
         monkeypatch.delenv(name, raising=False)
     # No machine's managed settings in these tests.
-    monkeypatch.setattr(credentials, "MANAGED_SETTINGS_DIRS", {})
+    monkeypatch.setattr(hooks.paths, "MANAGED_SETTINGS_DIRS", {})
 
 
 def write(path: Path, data: object) -> Path:

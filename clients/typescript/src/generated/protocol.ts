@@ -240,7 +240,7 @@ export interface HookInfo {
   type: string;
   source: string;
   sourceFile: string | null;
-  state: "active" | "disabled" | "dropped" | "untrusted" | "invalid";
+  state: "active" | "disabled" | "dropped" | "untrusted" | "invalid" | "managed";
   reason: string | null;
   timeout: number | null;
   failClosed: boolean;
@@ -471,7 +471,7 @@ export interface PluginRef {
   version: string | null;
   marketplace: string;
   root: string | null;
-  enabledBy: "plugin" | "project-plugin";
+  enabledBy: "plugin" | "project-plugin" | "managed-plugin";
   enabledIn: string;
 }
 
@@ -482,7 +482,7 @@ export interface PluginTrustInfo {
   version: string | null;
   marketplace: string;
   root: string | null;
-  enabledBy: "plugin" | "project-plugin";
+  enabledBy: "plugin" | "project-plugin" | "managed-plugin";
   enabledIn: string;
   state: "trusted" | "untrusted" | "changed" | "unresolved";
   problem: string | null;

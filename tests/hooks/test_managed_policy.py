@@ -1,0 +1,122 @@
+"""An organization's managed Claude Code settings as a hook source and as policy (hooks/hookset.py `ManagedPolicy`):
+their hooks are listed as the CLI's to run, never Orion's; `allowManagedHooksOnly` drops every other settings hook,
+`disableAllHooks` (any value but false, as the CLI reads it) disables every settings hook, theirs too; their
+`allowedHttpHookUrls` narrows every http hook and their `enabledPlugins: false` turns a plugin off. Orion's built-ins
+and the host's programmatic hooks stay, as the CLI keeps calling SDK callbacks. Nothing outside those files sets
+any of it (the end-to-end proof: tests/e2e/test_managed_settings.py, tests/conformance `managed_*`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hooks.registry import HookRegistry
+from tests.hooks.support import cmd, settings, write_json
+from tests.plugin_fixture import install
+
+
+def managed_file(tmp_path: Path, doc: dict[str, Any], name: str = "managed-settings.json") -> Path:
+    return write_json(tmp_path / "etc-claude-code" / name, doc)
+
+
+def states(hs) -> dict[tuple[str, str], str]:
+    return {(s.source, s.name): s.state for s in hs.entries}
+
+
+def with_everyone(project, tmp_path: Path, managed: dict[str, Any], **kw: Any):
+    """A hook in each source a user has (the user's Claude Code settings, the trusted project), a programmatic hook,
+    and the organization's file."""
+    claude_user = write_json(tmp_path / "claude-user.json", settings("Stop", cmd("echo c", name="c")))
+    project.settings(settings("Stop", cmd("echo p", name="p")))
+    project.trust()
+    reg = HookRegistry()
+
+    @reg.hook("Stop", name="host")
+    async def host(inp, ctx):
+        return None
+
+    return project.load(registry=reg, claude_user_settings=claude_user,
+                        managed_settings=(managed_file(tmp_path, managed),), **kw)
+
+
+ORG = settings("Stop", cmd("echo org", name="org"))
+
+
+def test_the_organizations_hooks_are_listed_as_the_clis_and_never_active(project, tmp_path) -> None:
+    hs = with_everyone(project, tmp_path, ORG)
+    assert states(hs) == {("managed", "org"): "managed", ("claude-user", "c"): "active", ("project", "p"): "active",
+                          ("programmatic", "host"): "active"}
+    [org] = [s for s in hs.entries if s.source == "managed"]
+    assert "runs it itself" in org.reason and org.source_file == tmp_path / "etc-claude-code" / "managed-settings.json"
+    assert org not in hs.active_for("Stop") and hs.counts()["managed"] == 1
+    assert any("run in the Claude Code CLI itself" in w for w in hs.warnings)
+
+
+@pytest.mark.parametrize("switch", [{"allowManagedHooksOnly": True}, {"allowManagedHooksOnly": "true"}])
+def test_allow_managed_hooks_only_drops_every_other_settings_hook_but_keeps_orions_and_the_hosts(
+        project, tmp_path, switch) -> None:
+    hs = with_everyone(project, tmp_path, {**ORG, **switch})
+    assert states(hs) == {("managed", "org"): "managed", ("claude-user", "c"): "dropped", ("project", "p"): "dropped",
+                          ("programmatic", "host"): "active"}
+    dropped = [s for s in hs.entries if s.state == "dropped"]
+    assert all("allowManagedHooksOnly" in s.reason and "managed-settings.json" in s.reason for s in dropped)
+    assert any("2 hook(s) of other settings files" in w for w in hs.warnings)
+
+
+@pytest.mark.parametrize("value", [True, "yes", 1])
+def test_the_organizations_disable_all_hooks_disables_every_settings_hook_its_own_too(project, tmp_path, value) -> None:
+    """The CLI takes any disableAllHooks but false, "false" or null as set: a malformed policy restricts."""
+    hs = with_everyone(project, tmp_path, {**ORG, "disableAllHooks": value})
+    assert states(hs) == {("managed", "org"): "disabled", ("claude-user", "c"): "disabled",
+                          ("project", "p"): "disabled", ("programmatic", "host"): "active"}
+
+
+def test_a_drop_in_counts_like_the_main_file(project, tmp_path) -> None:
+    main = managed_file(tmp_path, ORG)
+    drop_in = managed_file(tmp_path, {"allowManagedHooksOnly": True}, "managed-settings.d/50-hooks.json")
+    claude_user = write_json(tmp_path / "claude-user.json", settings("Stop", cmd("echo c", name="c")))
+    hs = project.load(claude_user_settings=claude_user, managed_settings=(main, drop_in))
+    assert states(hs) == {("managed", "org"): "managed", ("claude-user", "c"): "dropped"}
+    assert str(drop_in) in next(s for s in hs.entries if s.name == "c").reason
+
+
+def test_only_managed_settings_restrict_hooks_this_way(project, tmp_path) -> None:
+    """A project (or the user's file) that says allowManagedHooksOnly changes nothing, and is told so."""
+    project.settings({**settings("Stop", cmd("echo p", name="p")), "allowManagedHooksOnly": True})
+    project.trust()
+    hs = project.load(managed_settings=())
+    assert states(hs) == {("project", "p"): "active"}
+    assert any("allowManagedHooksOnly: only an organization's managed settings" in w for w in hs.warnings)
+
+
+def test_the_organizations_url_list_narrows_every_http_hook_the_users_own_too(project, tmp_path) -> None:
+    user = write_json(tmp_path / "orion-user.json", {"allowedHttpHookUrls": ["https://*"]})
+    claude_user = write_json(tmp_path / "claude-user.json", settings(
+        "Stop", {"type": "http", "url": "https://hooks.example.com/stop", "name": "mine"},
+        {"type": "http", "url": "https://audit.example.org/stop", "name": "audit"}))
+    hs = project.load(user_settings=user, claude_user_settings=claude_user, managed_settings=(
+        managed_file(tmp_path, {"allowedHttpHookUrls": ["https://audit.example.org/*"]}),))
+    assert states(hs) == {("claude-user", "mine"): "invalid", ("claude-user", "audit"): "active"}
+    [mine] = [s for s in hs.entries if s.name == "mine"]
+    assert "organization's managed settings" in mine.reason
+
+
+def test_the_organizations_enabled_plugins_false_turns_a_plugin_off_and_true_makes_it_the_clis(project, tmp_path, monkeypatch) -> None:
+    claude = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    plugin = install(claude, tmp_path / "marketplace", "guard", log_dir=tmp_path / "guard-log")
+    hs = project.load(claude_user_settings=claude / "settings.json", managed_settings=(
+        managed_file(tmp_path, {"enabledPlugins": {plugin.plugin_id: False}}),))
+    rows = [s for s in hs.entries if s.plugin is not None]
+    assert rows and {s.state for s in rows} == {"disabled"}, [(s.name, s.state, s.reason) for s in rows]
+    assert all("enabledPlugins turns plugin" in s.reason for s in rows)
+    # Their `true` makes it theirs: the CLI runs its hooks itself (measured), so Orion lists them and runs none.
+    on = project.load(claude_user_settings=claude / "settings.json", managed_settings=(
+        managed_file(tmp_path, {"enabledPlugins": {plugin.plugin_id: True}}),))
+    rows = [s for s in on.entries if s.plugin is not None]
+    assert rows and {(s.source, s.state) for s in rows} == {("managed-plugin", "managed")}
+    assert not [s for s in rows if s in on.active_for(s.event)]
+    assert rows[0].plugin.info()["enabledBy"] == "managed-plugin"
+    assert any("managed settings enable plugin(s) " + plugin.plugin_id in w for w in on.warnings)
