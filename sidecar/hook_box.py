@@ -457,10 +457,13 @@ def listing_boundary(spec: Any, trusted: bool, available: bool) -> str | None:
     """Where a listed hook's process runs (hooks/list `boundary`): "box" in the session's hook box, "outside" with the
     user's account, None for a hook that starts no process of its own (http, prompt, agent, mcp_tool, Python
     functions). `available`: whether sessions here get a boundary (Linux, bubblewrap)."""
-    from hooks.hookset import CLAUDE_USER, TRUST_SOURCES
+    from hooks.hookset import CLAUDE_USER, MANAGED, TRUST_SOURCES
+    from hooks.plugins import MANAGED_PLUGIN
 
     if getattr(spec, "type", None) not in ("command", "python"):
         return None
     source = getattr(spec, "source", None)
-    inside = source in TRUST_SOURCES or (source in (UNTRUSTED_PROJECT_SOURCES | {CLAUDE_USER}) and not trusted)
+    # An organization's managed hooks run in the session's CLI, which runs inside the session's boundary.
+    inside = (source in TRUST_SOURCES or source in (MANAGED, MANAGED_PLUGIN)
+              or (source in (UNTRUSTED_PROJECT_SOURCES | {CLAUDE_USER}) and not trusted))
     return "box" if inside and available else "outside"

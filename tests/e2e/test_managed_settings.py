@@ -17,6 +17,7 @@ import pytest
 from tests.e2e.conftest import fixed_policy
 from tests.e2e.test_claude_user_hooks import COMMANDS, DEFAULT_PATH, marker_lines, write_claude_user_hooks
 from tests.managed_settings import managed_launcher, needs_managed_namespace
+from tests.security.test_sandbox import NO_BACKEND
 
 pytestmark = [pytest.mark.cli, needs_managed_namespace]
 
@@ -66,6 +67,8 @@ async def test_only_the_organizations_hooks_run_under_allow_managed_hooks_only_i
         [managed] = by_source(listed, "managed")
         assert managed["state"] == "managed" and managed["sourceFile"] == MANAGED_FILE, managed
         assert "runs it itself" in managed["reason"]
+        # It runs in the session's CLI, inside the session's boundary where there is one.
+        assert managed["boundary"] == ("box" if NO_BACKEND is None else "outside"), managed
         others = by_source(listed, "claude-user") + by_source(listed, "project")
         assert len(others) == 2 and {h["state"] for h in others} == {"dropped"}, others
         assert all("allowManagedHooksOnly" in h["reason"] and MANAGED_FILE in h["reason"] for h in others)
