@@ -399,6 +399,19 @@ class HookRunner:
         except Exception:  # an observer bug must not change what hooks decide
             log.exception("hook observer %s failed", getattr(method, "__name__", method))
 
+    # ------------------------------------------------------------------ runs made elsewhere
+
+    async def external_started(self, started: HookStarted) -> None:
+        """A hook someone else runs (the CLI's own: an organization's managed hooks) began: observed like ours."""
+        if self.observer is not None:
+            await self._notify(self.observer.on_started, started)
+
+    async def external_finished(self, result: HookResult, session: SessionContext) -> None:
+        """... and ended: observed and tracked like the runner's own runs (it decided nothing here)."""
+        if self.observer is not None:
+            await self._notify(self.observer.on_response, result, session.session_id)
+        self._track(result, session)
+
     # ------------------------------------------------------------------ tracking
 
     def _track(self, result: HookResult, session: SessionContext) -> None:

@@ -939,13 +939,13 @@ class AgentSession:
 
     async def _report_cli_hook(self, data: dict[str, Any]) -> None:
         """A run of a hook the CLI runs itself (an organization's managed hook), to the session's hook observer."""
-        observer = getattr(getattr(self._bridge, "runner", None), "observer", None)
-        if observer is None:
+        runner, session = getattr(self._bridge, "runner", None), getattr(self._bridge, "session", None)
+        if runner is None or session is None:
             return
         if self._cli_hooks is None:
             from sidecar.cli_hook_events import CliHookReporter
 
-            self._cli_hooks = CliHookReporter(observer, self.config.session_id, list(self.config.cli_hooks))
+            self._cli_hooks = CliHookReporter(runner, session, list(self.config.cli_hooks))
         await self._cli_hooks.report(data)
 
     async def _report_compaction(self, summary: str) -> None:

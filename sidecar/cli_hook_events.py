@@ -3,9 +3,9 @@
 Orion runs every other hook; these it cannot: the CLI runs a managed settings file's hooks whatever Orion's flag
 settings say (measured on 2.1.330). With `include_hook_events` the CLI reports each of its own hook runs in its
 message stream (`system` messages `hook_started` / `hook_response`, which the SDK parses as `HookEventMessage`); SDK
-callbacks, i.e. every hook Orion runs, are not reported there (measured). This module turns those messages into the
-same observer calls Orion's own runs make, so the frontend sees `hook_started` / `hook_response` with `source:
-"managed"`. What the CLI reports is all there is: its hook name (`PreToolUse:Bash`), exit code, outcome and output;
+callbacks, i.e. every hook Orion runs, are not reported there (measured). This module hands those messages to the
+session's hook runner as runs made elsewhere (`HookRunner.external_started` / `external_finished`), so the frontend
+sees `hook_started` / `hook_response` with `source: "managed"` and the tracking files and stats count them. What the CLI reports is all there is: its hook name (`PreToolUse:Bash`), exit code, outcome and output;
 no tool call id, no handler type (the listing's when only one managed hook listens to the event).
 """
 
@@ -26,11 +26,11 @@ _MAX_OPEN = 256
 class CliHookReporter:
     """One session's CLI-run hooks, from its message stream to its hook observer."""
 
-    __slots__ = ("_observer", "_session_id", "_specs", "_open")
+    __slots__ = ("_runner", "_session", "_specs", "_open")
 
-    def __init__(self, observer: Any, session_id: str, managed_specs: list[Any]) -> None:
-        self._observer = observer
-        self._session_id = session_id
+    def __init__(self, runner: Any, session: Any, managed_specs: list[Any]) -> None:
+        self._runner = runner  # hooks.runner.HookRunner
+        self._session = session  # its hooks.types.SessionContext
         self._specs = managed_specs  # the hook set's entries in state "managed"
         self._open: dict[str, float] = {}  # the CLI's hook_id -> when it started (monotonic)
 
@@ -54,17 +54,17 @@ class CliHookReporter:
             if len(self._open) >= _MAX_OPEN:
                 self._open.pop(next(iter(self._open)))
             self._open[run_id] = time.monotonic()
-            await self._observer.on_started(HookStarted(
+            await self._runner.external_started(HookStarted(
                 execution_id=run_id, hook_id=hook_id, hook_name=name, hook_type=htype, source=MANAGED, event=event,
-                session_id=self._session_id))
+                session_id=self._session.session_id))
         elif subtype == "hook_response":
             started = self._open.pop(run_id, None)
             exit_code = data.get("exit_code") if isinstance(data.get("exit_code"), int) else None
             outcome = "blocked" if exit_code == 2 else _OUTCOMES.get(str(data.get("outcome")), "error")
             stdout, stderr = data.get("stdout"), data.get("stderr")
-            await self._observer.on_response(HookResult(
+            await self._runner.external_finished(HookResult(
                 execution_id=run_id, hook_id=hook_id, hook_name=name, hook_type=htype, source=MANAGED, event=event,
                 outcome=outcome,  # type: ignore[arg-type]
                 duration_ms=(time.monotonic() - started) * 1000 if started is not None else 0.0,
                 exit_code=exit_code, stdout=stdout if isinstance(stdout, str) else "",
-                stderr=stderr if isinstance(stderr, str) else ""), self._session_id)
+                stderr=stderr if isinstance(stderr, str) else ""), self._session)

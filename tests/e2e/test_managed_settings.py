@@ -90,6 +90,10 @@ async def test_only_the_organizations_hooks_run_under_allow_managed_hooks_only_i
             [("PreToolUse", managed["id"], managed["name"])] * 2, started
         assert [r["outcome"] for r in responses] == ["success", "success"], responses
         assert {r["executionId"] for r in responses} == {e["executionId"] for e in started}
+        # ... and tracked like Orion's own runs: the session's stats count them.
+        stats = await run.request("hooks/stats", {"sessionId": sid})
+        assert [(r["name"], r["event"], r["runs"]) for r in stats["hooks"] if r["name"] == managed["name"]] == \
+            [(managed["name"], "PreToolUse", 2)], stats
         # Orion's own guards still ran on every call (the CLI calls its SDK callbacks whatever the policy).
         builtin = [e for e in run.named("hook_response", sid) if e["source"] == "builtin" and e["event"] == "PreToolUse"]
         assert len({e["executionId"] for e in builtin}) >= 2, builtin
