@@ -30,8 +30,8 @@ from hooks.conditions import TOOL_CONDITION_EVENTS, Condition, ConditionError, p
 from hooks.config import ParsedSettings, RawEntry, first_word, split_command
 from hooks.matchers import Matcher, MatcherError, compile_matcher, exact_names, matcher_problem, matches_all
 from hooks.registry import HookRegistry, ProgrammaticHook, default_registry
-from hooks.manifest import (INTERPRETER, SCRIPT_SUFFIXES, Manifest, argv_files, build_manifest, command_files,
-                            expand_exec_word, expand_project_dir, pins)
+from hooks.manifest import (INTERPRETER, SCRIPT_SUFFIXES, USER_CONFIG_PLACEHOLDER, Manifest, argv_files,
+                            build_manifest, command_files, expand_exec_word, expand_project_dir, pins)
 from hooks.sources import (USER_CONFIGURABLE_BUILTINS, SourcePaths, read_json, read_overrides, read_settings,
                            user_builtin_options)
 from hooks.trust import TrustStatus, TrustStore
@@ -109,6 +109,8 @@ class HookSpec:
     # Exec form (a command entry with `args`): the program and its arguments as started, placeholders expanded,
     # no shell in between. None: shell form, `command` runs through `shell`.
     argv: tuple[str, ...] | None = None
+    # The exec form as listings show it when a plugin's sensitive option is in `argv`: that word as written.
+    shown_argv: tuple[str, ...] | None = None
     shell: str | None = None  # the entry's `shell` ("bash", "powershell"; None: the default, bash)
     condition: Condition | None = None  # `if`: runs only for tool calls the rule matches (hooks/conditions.py)
     once: bool = False  # a skill's hook: not run again in the session after its first success
@@ -182,7 +184,7 @@ class HookSpec:
         out: dict[str, Any] = {}
         if self.type == "command" and self.argv is not None:
             # Exec form: exactly what is started, word by word; no shell reads any of it.
-            out["argv"] = list(self.argv)
+            out["argv"] = list(self.shown_argv or self.argv)
             out["shell"] = None
             if self.cwd is not None:
                 out["cwd"] = str(self.cwd)
@@ -634,6 +636,16 @@ class _Builder:
                 self.warnings.append(f"{where}: once: has effect only on a skill's hooks; Claude Code runs hook "
                                      f"{spec.name!r} every time, and so does Orion")
 
+    def _check_user_config(self, spec: HookSpec, where: str) -> None:
+        """A plugin's exec-form hook whose `${user_config.KEY}` has no saved value does not run (the CLI skips it,
+        measured, and the model reads nothing of it): listed invalid, with the keys, and said."""
+        missing = sorted({m.group(1) for w in spec.argv or () for m in USER_CONFIG_PLACEHOLDER.finditer(w)})
+        if missing and spec.state in ("active", "disabled"):
+            spec.state, spec.reason = "invalid", (
+                f"its arguments use the option(s) {', '.join(missing)} of plugin {spec.plugin.id}, which have no saved "
+                "value (Claude Code's /plugin sets them); Claude Code does not run it either")
+            self.warnings.append(f"{where}: {spec.reason}")
+
     def _check_fail_closed(self, spec: HookSpec, where: str) -> None:
         # A promise the engine cannot keep is worse than none: the author believes a gate exists.
         if spec.run_async:
@@ -846,13 +858,29 @@ class _Builder:
                    spec.timeout_s, spec.scope, spec.scope_value or "", config.shell or "bash",
                    json.dumps(config.args), config.if_ or "")
             cwd = spec.cwd or self.paths.project_dir
+            options = spec.plugin.options if spec.plugin is not None else None
             if config.args is not None:
                 spec.argv = tuple(expand_exec_word(w, self.paths.project_dir, spec.env.get("CLAUDE_PLUGIN_ROOT"),
-                                                   spec.env.get("CLAUDE_PLUGIN_DATA"))
+                                                   spec.env.get("CLAUDE_PLUGIN_DATA"), options)
                                   for w in (config.command, *config.args))
                 self._check_exec(spec, config, where)
                 spec.pinned = pins(argv_files(spec.argv, cwd))
+                if options is not None:
+                    self._check_user_config(spec, where)
+                    if spec.plugin.sensitive:  # a secret the user saved is not for listings (hooks/list, the CLI's)
+                        shown = {k: v for k, v in options.items() if k not in spec.plugin.sensitive}
+                        spec.shown_argv = tuple(
+                            expand_exec_word(w, self.paths.project_dir, spec.env.get("CLAUDE_PLUGIN_ROOT"),
+                                             spec.env.get("CLAUDE_PLUGIN_DATA"), shown)
+                            for w in (config.command, *config.args))
             else:
+                if options is not None and "${user_config." in command and spec.state != "managed":
+                    # The CLI refuses this (the value would be parsed by the shell) and does not run the hook.
+                    spec.state, spec.reason = "invalid", (
+                        f"a plugin's shell-form command may not use ${{user_config.*}} (the shell would parse the "
+                        "value): use the exec form (\"args\") or read $CLAUDE_PLUGIN_OPTION_<KEY>; Claude Code does not "
+                        "run it either")
+                    self.warnings.append(f"{where}: {spec.reason}")
                 self._check_command(spec, command, where)
                 spec.pinned = pins(command_files(command, cwd, self.paths.project_dir))
         elif spec.type == "python":

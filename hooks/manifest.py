@@ -17,7 +17,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,10 +121,16 @@ def expand_project_dir(text: str, project_dir: Path) -> str:
     return text
 
 
-def expand_exec_word(word: str, project_dir: Path, plugin_root: str | None = None, plugin_data: str | None = None) -> str:
+USER_CONFIG_PLACEHOLDER = re.compile(r"\$\{user_config\.([^}]*)\}")
+
+
+def expand_exec_word(word: str, project_dir: Path, plugin_root: str | None = None, plugin_data: str | None = None,
+                     user_config: Mapping[str, str] | None = None) -> str:
     """One word of an exec-form hook as Claude Code passes it: only the braced placeholders `${CLAUDE_PROJECT_DIR}`
-    (and, for a plugin's hook, `${CLAUDE_PLUGIN_ROOT}` / `${CLAUDE_PLUGIN_DATA}`) are replaced, as plain text; `$VAR`,
-    `${HOME}`, `~`, quotes and globs reach the program untouched (no shell reads them)."""
+    (and, for a plugin's hook, `${CLAUDE_PLUGIN_ROOT}` / `${CLAUDE_PLUGIN_DATA}` and `${user_config.KEY}`, the
+    plugin's saved option) are replaced, as plain text; `$VAR`, `${HOME}`, `~`, quotes and globs reach the program
+    untouched (no shell reads them). A `${user_config.KEY}` with no saved value stays as written (the caller does not
+    run such a hook, as the CLI does not)."""
     if "${" not in word:
         return word
     word = word.replace("${CLAUDE_PROJECT_DIR}", str(project_dir))
@@ -132,6 +138,8 @@ def expand_exec_word(word: str, project_dir: Path, plugin_root: str | None = Non
         word = word.replace("${CLAUDE_PLUGIN_ROOT}", plugin_root)
     if plugin_data is not None:
         word = word.replace("${CLAUDE_PLUGIN_DATA}", plugin_data)
+    if user_config is not None:
+        word = USER_CONFIG_PLACEHOLDER.sub(lambda m: user_config.get(m.group(1), m.group(0)), word)
     return word
 
 

@@ -37,6 +37,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,9 @@ class Plugin:
     unsupported: list[str] = field(default_factory=list)  # what it declares that Orion does not run
     files: dict[str, str] = field(default_factory=dict)  # path relative to root -> digest
     truncated: bool = False
+    # Its userConfig values as the CLI gives them to its hooks (`plugin_options`): option key -> text.
+    options: dict[str, str] = field(default_factory=dict)
+    sensitive: frozenset[str] = frozenset()  # the keys among them from the CLI's secure storage
 
     @property
     def content_hash(self) -> str:
@@ -102,7 +106,9 @@ class Plugin:
         """What the CLI exports to this plugin's hook processes."""
         if self.root is None:
             return {}
-        return {"CLAUDE_PLUGIN_ROOT": str(self.root), "CLAUDE_PLUGIN_DATA": str(self.data_dir)}
+        options = {f"CLAUDE_PLUGIN_OPTION_{re.sub(r'[^A-Za-z0-9_]', '_', key).upper()}": value
+                   for key, value in self.options.items()}
+        return {**options, "CLAUDE_PLUGIN_ROOT": str(self.root), "CLAUDE_PLUGIN_DATA": str(self.data_dir)}
 
     def shell_command(self, command: str) -> str:
         """A shell-form command as the CLI words it (and the model reads it in `[<command>]: ...`): the plugin root
@@ -444,10 +450,16 @@ def load_plugins(claude_user: Path | None, project_dir: Path, project_files: lis
     user_declared = _declared([user_doc[1]] if user_doc else [])
     project_declared = {**user_declared, **_declared([doc for _p, doc in project_docs])}
     managed_declared = {**user_declared, **_declared([doc for _p, doc in managed_docs])}
+    # Where the CLI keeps a plugin's sensitive options on Linux; macOS keeps them in the keychain, which Orion does
+    # not read (said below, per plugin that declares one).
+    secrets_doc = read_json(config_dir / ".credentials.json")[0] if sys.platform != "darwin" else None
+    option_docs = [doc for _p, doc in ([user_doc] if user_doc else []) + managed_docs]
     out = []
     for enabled in wanted:
         declared = {PLUGIN: user_declared, MANAGED_PLUGIN: managed_declared}.get(enabled.kind, project_declared)
         plugin = resolve(enabled, project_dir, cat, declared)
+        if plugin.problem is None:
+            plugin_options(plugin, option_docs, secrets_doc, warnings)
         if plugin.problem:
             warnings.append(f"{enabled.file}: $.enabledPlugins: plugin {plugin.id}: {plugin.problem}; its hooks do "
                             "not run")
@@ -458,6 +470,48 @@ def load_plugins(claude_user: Path | None, project_dir: Path, project_files: lis
             warnings.append(f"plugin {plugin.id}: {note}")
         out.append(plugin)
     return out
+
+
+def js_text(value: Any) -> str:
+    """A JSON value as the CLI's JavaScript `String(value)` writes it (what CLAUDE_PLUGIN_OPTION_* hold)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_text(v) for v in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)
+
+
+def plugin_options(plugin: Plugin, settings_docs: list[Any], secrets_doc: Any, warnings: list[str]) -> None:
+    """The plugin's userConfig values, as the CLI hands them to its hooks (measured on 2.1.330): the saved values of
+    `pluginConfigs[<id>].options` in the user's and the managed settings (a project's are not read; managed last),
+    then its sensitive values from the CLI's secure storage (`pluginSecrets[<id>]` of `.credentials.json`); no
+    defaults; keys the manifest does not declare too. Orion's one difference: a sensitive value goes only to a
+    plugin the user's (or the organization's) settings enable, never to one only a project enables, which a
+    project's own marketplace could have put under the same id."""
+    options: dict[str, Any] = {}
+    for doc in settings_docs:
+        section = doc.get("pluginConfigs") if isinstance(doc, dict) else None
+        entry = section.get(plugin.id) if isinstance(section, dict) else None
+        saved = entry.get("options") if isinstance(entry, dict) else None
+        if isinstance(saved, dict):
+            options.update(saved)
+    vault = secrets_doc.get("pluginSecrets") if isinstance(secrets_doc, dict) else None
+    secrets = vault.get(plugin.id) if isinstance(vault, dict) else None
+    if isinstance(secrets, dict) and secrets:
+        if plugin.kind == PROJECT_PLUGIN:
+            warnings.append(f"plugin {plugin.id}: enabled only by the project ({plugin.enabled_in}), so its hooks do "
+                            f"not get the sensitive options saved for that id ({', '.join(sorted(secrets))}); Claude "
+                            "Code would give them")
+        else:
+            options.update(secrets)
+            plugin.sensitive = frozenset(str(key) for key in secrets)
+    plugin.options = {str(key): js_text(value) for key, value in options.items()}
 
 
 def _declared(docs: list[Any]) -> dict[str, Any]:
