@@ -39,14 +39,18 @@ OUTPUT_FIELDS = frozenset({"continue", "stopReason", "suppressOutput", "systemMe
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 
 # The CLI's words for a blocking failure (what the model reads after "<Event>:<Tool> hook error: [server/tool]: ").
-BLOCKING_FAILURE = ('failed; blocking because onFailure is "block" and the hook got no usable answer from its MCP '
-                    "server. The user needs to fix the cause (in a session, /mcp shows the server's state) or ask "
-                    "whoever manages the hook; Claude should not change the hook or work around it.\n")
+# A timeout reads "timed out; ..." and nothing after (case mcp_tool_timeout_blocks); any other failure "failed; ...",
+# then the cause on the next line.
+BLOCKING_WORDS = ('blocking because onFailure is "block" and the hook got no usable answer from its MCP server. The '
+                  "user needs to fix the cause (in a session, /mcp shows the server's state) or ask whoever manages "
+                  "the hook; Claude should not change the hook or work around it.")
+BLOCKING_FAILURE = "failed; " + BLOCKING_WORDS + "\n"
+BLOCKING_TIMEOUT = "timed out; " + BLOCKING_WORDS
 WITHHELD = (" Details are left out of this message, since the MCP server may have written them. To see them, start "
             "Claude Code with --debug and try again: they go to its debug log.")
 TOOL_ERROR = "The MCP tool returned an error." + WITHHELD
 NOT_AN_ANSWER = "The MCP tool's answer is not a hook's JSON output, {} or empty." + WITHHELD
-TIMED_OUT = "The MCP tool did not answer in time."  # not recorded on the CLI (docs/FIDELITY.md)
+TIMED_OUT = "The MCP tool did not answer in time."  # Orion's words for the user and the log (the CLI's model reads none)
 
 
 def blocks_on_failure(on_failure: Any, event: str) -> bool:
@@ -141,7 +145,8 @@ class _Failure:
         error = f"{summary} ({detail})" if detail and detail not in words else summary
         if not self.blocks:
             return ExecutionReport(status=status, error=error)  # type: ignore[arg-type]
-        return blocking_report(self.event, BLOCKING_FAILURE + words, error, label=self.label)
+        reason = BLOCKING_TIMEOUT if status == "timeout" else BLOCKING_FAILURE + words
+        return blocking_report(self.event, reason, error, label=self.label)
 
 
 def blocking_report(event: str, reason: str, error: str | None, *, label: str | None = None) -> ExecutionReport:

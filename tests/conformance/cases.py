@@ -606,6 +606,20 @@ CASES += [
          entries={"ghost": _mcp(tool="no_such_tool")}, mcp=True, extra_settings=MCP_SETTINGS),
 ]
 
+# mcp_tool hooks' calls that time out, and an image in the answer (round 11: "not recorded" before)
+PNG_1PX = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+CASES += [
+    Case("mcp_tool_timeout_continues", {"PreToolUse": [("Bash", ["slow", "after"])]},
+         {"slow": {"sleep": 8, "answer": "too late"}}, entries={"slow": _mcp(timeout=2)}, mcp=True,
+         extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_timeout_blocks", {"PreToolUse": [("Bash", ["slow"])]},
+         {"slow": {"sleep": 8, "answer": "too late"}}, entries={"slow": _mcp(timeout=2, onFailure="block")}, mcp=True,
+         extra_settings=MCP_SETTINGS),
+    Case("mcp_tool_image_block", {"UserPromptSubmit": [(None, ["judge"])]},
+         {"judge": {"blocks": ["the picture shows a cat", {"type": "image", "data": PNG_1PX, "mimeType": "image/png"}]}},
+         entries={"judge": _mcp()}, mcp=True, extra_settings=MCP_SETTINGS, turns=[FINAL]),
+]
+
 # An organization's managed settings (round 11): the CLI runs their hooks itself under the sidecar too (Orion's flag
 # settings cannot switch them off), so what is compared is what runs beside them: the project's hooks, the policy's
 # switches, and what the model reads of a managed hook's block.
@@ -688,7 +702,9 @@ KNOWN_DIFFERENCES: dict[str, tuple[str, str]] = {
               "a callback cannot give plain output: the CLI's \"UserPromptSubmit completed\" arrives as additional "
               "context") for name in ("mcp_tool_plain_text", "mcp_tool_prompt_empty", "mcp_tool_two_blocks",
                                       # its text block beside structured content, read as the CLI reads it (round 9)
-                                      "mcp_tool_structured")},
+                                      "mcp_tool_structured",
+                                      # a text block beside an image: the text, as the CLI reads it (round 11)
+                                      "mcp_tool_image_block")},
     "mcp_tool_prompt_json_and_empty": ("context from the MCP judge\\nUserPromptSubmit completed",
                                        "a callback gives one answer: the hooks' contexts arrive joined, the CLI's "
                                        "\"UserPromptSubmit completed\" among them as additional context"),

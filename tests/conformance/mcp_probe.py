@@ -6,7 +6,7 @@ The project's `.mcp.json` starts it as `python <project>/.claude/hooks/mcp_probe
 It appends `{"tag", "stdin": {"hook_event_name", "mcp_arguments"}}` to `probe.log.jsonl` beside itself, the log
 the command probe writes, and answers from `behaviours.json`'s entry for the tag: `answer` (a text block; a dict
 is sent as its JSON), `blocks` (several content blocks as given), `structured` (structured content beside its
-JSON as text, or beside `text`), `error` (an error result with that text). Its second tool, `ask`, asks the user one question through an MCP
+JSON as text, or beside `text`), `error` (an error result with that text), after `sleep` seconds if given. Its second tool, `ask`, asks the user one question through an MCP
 elicitation and answers with what came back (the Elicitation hook cases). The low-level server is used so that the tool takes
 any arguments and its answer is exactly the blocks asked for.
 """
@@ -52,6 +52,8 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
     with open(HERE / "probe.log.jsonl", "a", encoding="utf-8") as log:
         log.write(json.dumps(record) + "\n")
     how = json.loads((HERE / "behaviours.json").read_text()).get(tag, {})
+    if how.get("sleep"):  # longer than the hook's timeout: the call that times out
+        await anyio.sleep(float(how["sleep"]))
     if "error" in how:
         raise RuntimeError(how["error"])
     if "blocks" in how:
