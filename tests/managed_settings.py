@@ -9,9 +9,12 @@ left behind. Needs root (CI runs as root); the tests that use it skip elsewhere.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,17 +36,30 @@ exec "$@"
 '''
 
 
-def can_fake_managed_settings() -> bool:
-    return sys.platform == "linux" and os.geteuid() == 0 and shutil.which("unshare") is not None
-
-
-needs_managed_namespace = pytest.mark.skipif(not can_fake_managed_settings(),
-                                             reason="a private /etc/claude-code needs root and unshare (Linux)")
-
-
 def managed_launcher(managed_dir: Path) -> list[str]:
     """Words to put before a command so that it runs with `managed_dir` as its /etc/claude-code (a folder beside it
     holds the overlay's private layer while the command runs)."""
     work = managed_dir.parent / f"{managed_dir.name}.etc-overlay"
     work.mkdir(exist_ok=True)
     return ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c", _SCRIPT, "sh", str(managed_dir), str(work)]
+
+
+@functools.cache
+def can_fake_managed_settings() -> bool:
+    """Whether this machine lets a process tree have a /etc/claude-code of its own: tried once, for real."""
+    if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    with tempfile.TemporaryDirectory() as folder:
+        managed = Path(folder) / "etc-claude-code"
+        managed.mkdir()
+        (managed / "managed-settings.json").write_text("{}")
+        try:
+            done = subprocess.run([*managed_launcher(managed), "cat", "/etc/claude-code/managed-settings.json"],
+                                  capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return done.returncode == 0 and done.stdout == "{}"
+
+
+needs_managed_namespace = pytest.mark.skipif(not can_fake_managed_settings(),
+                                             reason="a private /etc/claude-code needs root and unshare (Linux)")
