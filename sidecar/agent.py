@@ -20,7 +20,7 @@ import signal
 import time
 import uuid
 import warnings
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +46,9 @@ STEER_FOLLOW_S = 5.0  # how long a turn waits for the cycle a steered message st
 # Turns background hooks (asyncRewake) may start between two of the user's prompts; a further wake waits for the
 # next prompt, with a notice. Claude Code sets no such limit: a hook that wakes every woken turn would loop.
 MAX_WAKES_BETWEEN_PROMPTS = 3
+# What a session that could not start says of the CLI's own words: its last stderr lines, each cut to this length.
+STDERR_TAIL_LINES = 8
+MAX_STDERR_LINE = 1000
 SHOWN_WAIT_S = 0.25  # how long a subagent's hook waits for its tool call to be shown (normally: one loop turn)
 
 # Events whose block means the prompt (a message, a slash command, `/compact`) does nothing: the turn's stop reason
@@ -338,6 +341,7 @@ class AgentSession:
         self._box: Any = None  # the open boundary (sidecar.boundary.Box) while the CLI runs inside it
         self._relay: Any = None  # without a box: the open model relay (sidecar.model_credential.OpenRelay)
         self._cli_hooks: Any = None  # sidecar.cli_hook_events.CliHookReporter, made on the first CLI hook report
+        self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)  # the CLI's last stderr lines (redacted)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -437,7 +441,7 @@ class AgentSession:
             # prompt, it is rendered from this launch's options instead.
             extra_args=self._extra_args(),
             cli_path=cli_path,
-            stderr=lambda line: log.debug("cli[%s]: %s", cfg.session_id, line),
+            stderr=self._cli_stderr,
         )
 
     def _extra_args(self) -> dict[str, str | None]:
@@ -936,6 +940,17 @@ class AgentSession:
         if parent:
             update["parentToolUseId"] = parent
         return update
+
+    def _cli_stderr(self, line: str) -> None:
+        log.debug("cli[%s]: %s", self.config.session_id, line)
+        if line.strip():
+            from hooks.redaction import redact
+
+            self._stderr_tail.append(redact(line.rstrip()[:MAX_STDERR_LINE]))
+
+    def stderr_tail(self) -> list[str]:
+        """What the CLI last wrote on stderr (a few lines, redacted): why it would not start, in its own words."""
+        return list(self._stderr_tail)
 
     async def _report_cli_hook(self, data: dict[str, Any]) -> None:
         """A run of a hook the CLI runs itself (an organization's managed hook), to the session's hook observer."""

@@ -810,7 +810,7 @@ class SessionManager:
                     await agent.close()
                 if trace is not None:
                     trace.end("failed")
-                raise ModelUnavailable(f"the agent could not start: {exc}", data={"sessionId": sid}) from exc
+                raise ModelUnavailable(_start_failure(exc, agent), data={"sessionId": sid}) from exc
             log.info("session %s started in %s", sid, phases)
             await context.emit("sandboxStatus", built.sandbox.to_wire())
         except BaseException:
@@ -874,7 +874,7 @@ class SessionManager:
             await self._standbys.add(standby, built.agent.start)
         except Exception as exc:
             log.error("session/prepare in %s: the agent did not start", project, exc_info=exc)
-            raise ModelUnavailable(f"the agent could not start: {exc}", data={"cwd": str(project)}) from exc
+            raise ModelUnavailable(_start_failure(exc, built.agent), data={"cwd": str(project)}) from exc
         built.phases.mark("CLI start")
         log.info("prepared a session in %s in %s", project, built.phases)
         return {"prepared": True, "expiresInS": self._standbys.ttl_s}
@@ -1503,6 +1503,14 @@ def restore_transcript(transcript: Path, data_dir: Path, session_id: str) -> Non
         return
     private_dir(transcript.parent)
     write_private_atomic(transcript, data)
+
+
+def _start_failure(exc: BaseException, agent: Any) -> str:
+    """Why a session's CLI did not start, with the CLI's own last words on stderr where it left any (a broken
+    managed settings file, a bad flag): the SDK's error alone says only the exit code."""
+    tail = [line for line in agent.stderr_tail() if line.strip()] if hasattr(agent, "stderr_tail") else []
+    said = f"; the CLI said: {' / '.join(tail[-3:])}" if tail else ""
+    return f"the agent could not start: {exc}{said}"
 
 
 # Hook states that are, or can become within the session (hooks/trust, hooks/reload), hooks that run.

@@ -135,6 +135,26 @@ async def test_an_organizations_hook_that_blocks_stops_the_call_with_its_words_a
             results
 
 
+@pytest.mark.asyncio
+async def test_a_managed_file_that_does_not_parse_stops_the_session_with_the_clis_words(sidecar, tmp_path: Path) -> None:
+    """Claude Code refuses to start with a managed settings file it cannot parse (measured: exit 1, "none of its
+    settings are in effect"), and so does the session's CLI: session/new says why, in the CLI's words, and the
+    sidecar goes on serving."""
+    from ipc.errors import RemoteError
+
+    folder = tmp_path / "etc-claude-code"
+    folder.mkdir()
+    (folder / "managed-settings.json").write_text('{"allowManagedHooksOnly": true,')
+    async with sidecar(project="notes", trust=False, launcher=managed_launcher(folder)) as run:
+        listed = await run.request("hooks/list", {"projectDir": str(run.project)})
+        assert any(MANAGED_FILE in w and "not valid JSON" in w for w in listed["warnings"]), listed["warnings"]
+        with pytest.raises(RemoteError) as refused:
+            await run.new_session("claude_user_bash")
+        assert "the agent could not start" in refused.value.message
+        assert "could not be parsed as a JSON object" in refused.value.message, refused.value.message
+        assert (await run.request("hooks/list", {"projectDir": str(run.project)}))["hooks"] is not None
+
+
 @pytest.mark.parametrize("policy", [{}, {"allowManagedHooksOnly": True}])
 def test_the_cli_itself_runs_the_hooks_of_a_plugin_the_organization_enables_whatever_orions_flags_say(
         tmp_path: Path, policy: dict[str, Any]) -> None:

@@ -120,3 +120,14 @@ def test_the_organizations_enabled_plugins_false_turns_a_plugin_off_and_true_mak
     assert not [s for s in rows if s in on.active_for(s.event)]
     assert rows[0].plugin.info()["enabledBy"] == "managed-plugin"
     assert any("managed settings enable plugin(s) " + plugin.plugin_id in w for w in on.warnings)
+
+
+def test_a_managed_file_that_does_not_parse_is_said_and_restricts_nothing(project, tmp_path) -> None:
+    """The CLI cannot read it either; the warning names the file and the place."""
+    broken = tmp_path / "etc-claude-code" / "managed-settings.json"
+    broken.parent.mkdir()
+    broken.write_text('{"allowManagedHooksOnly": true,')
+    claude_user = write_json(tmp_path / "claude-user.json", settings("Stop", cmd("echo c", name="c")))
+    hs = project.load(claude_user_settings=claude_user, managed_settings=(broken,))
+    assert states(hs) == {("claude-user", "c"): "active"}
+    assert any(str(broken) in w and "not valid JSON" in w for w in hs.warnings), hs.warnings
