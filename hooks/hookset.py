@@ -348,6 +348,8 @@ class ManagedPolicy:
     disable_all: Path | None = None  # the file whose disableAllHooks holds
     urls: list[str] | None = None  # allowedHttpHookUrls of the managed files: every http hook must match
     plugins_off: dict[str, Path] = field(default_factory=dict)  # enabledPlugins false: plugin id -> the file
+    # httpHookAllowedEnvVars of the managed files: an http hook's allowedEnvVars is cut to these names.
+    env_vars: list[str] | None = None
 
     @classmethod
     def read(cls, managed: list[ParsedSettings]) -> ManagedPolicy:
@@ -363,6 +365,11 @@ class ManagedPolicy:
                 out.only_managed = out.only_managed or p.file
             if p.allowed_http_urls is not None:
                 out.urls = (out.urls or []) + p.allowed_http_urls
+            names = doc.get("httpHookAllowedEnvVars")
+            if names is not None:
+                # Not a list of names: no name is allowed (a malformed policy restricts).
+                out.env_vars = (out.env_vars or []) + ([str(n) for n in names if isinstance(n, str)]
+                                                       if isinstance(names, list) else [])
             section = doc.get("enabledPlugins")
             if isinstance(section, dict):
                 for plugin_id, value in section.items():
@@ -591,6 +598,7 @@ class _Builder:
         elif htype == "http" and (url_problem := self._url_problem(kind, config.url)):
             spec.state, spec.reason = "invalid", url_problem
             self.warnings.append(f"{where}: {spec.reason}")
+
         elif kind in USER_CLAUDE_SOURCES and not self.switches.claude_user_on:
             spec.state = "disabled"
             spec.reason = (f"claudeUserHooks is false in {self.paths.user}: hooks from the user's Claude Code settings "
@@ -605,6 +613,8 @@ class _Builder:
             self.warnings.append(f"{where}: {htype} hook {spec.name!r} dropped by policy: only prompt hooks are allowed from {kind} settings")
         else:
             self._apply_switches(spec, config.enabled, where)
+        if htype == "http" and config is not None and spec.state in ("active", "disabled", "untrusted"):
+            spec.config = config = self._managed_env_vars(config, where)
         if spec.state in ("active", "disabled", "managed") and config is not None:
             self._prepare_executable(spec, config, where)
         if spec.fail_closed and spec.state != "invalid":
@@ -681,6 +691,17 @@ class _Builder:
             return "dropped", (f"allowManagedHooksOnly is set in {policy.only_managed}, the organization's managed "
                                "settings: only its own hooks run, as in Claude Code")
         return None
+
+    def _managed_env_vars(self, config: Any, where: str) -> Any:
+        """An http hook's entry with its allowedEnvVars cut to the organization's httpHookAllowedEnvVars, when the
+        managed settings set one (the CLI takes the intersection); said when a name goes."""
+        limit = self.switches.managed.env_vars
+        gone = sorted(set(config.allowedEnvVars) - set(limit)) if limit is not None else []
+        if not gone:
+            return config
+        self.warnings.append(f"{where}: allowedEnvVars: {', '.join(gone)} left out: the organization's managed "
+                             "settings (httpHookAllowedEnvVars) do not allow them in http hook headers")
+        return config.model_copy(update={"allowedEnvVars": [n for n in config.allowedEnvVars if n in limit]})
 
     def _url_problem(self, kind: str, url: str) -> str | None:
         # Each pattern is matched part by part on the parsed URL (hooks/url_patterns.py), never as one string.

@@ -131,3 +131,44 @@ def test_a_managed_file_that_does_not_parse_is_said_and_restricts_nothing(projec
     hs = project.load(claude_user_settings=claude_user, managed_settings=(broken,))
     assert states(hs) == {("claude-user", "c"): "active"}
     assert any(str(broken) in w and "not valid JSON" in w for w in hs.warnings), hs.warnings
+
+
+@pytest.mark.asyncio
+async def test_the_organizations_env_var_list_cuts_what_an_http_hook_may_send(project, tmp_path, monkeypatch) -> None:
+    """httpHookAllowedEnvVars: a hook's allowedEnvVars becomes its intersection with the managed list (the CLI's
+    rule), and a name left out never reaches the server, through the real executor and a real HTTP exchange."""
+    import anyio
+
+    from hooks.executors.http import HttpExecutor
+    from hooks.types import HookCall, HookContext, SessionContext
+    from tests.hooks.test_executor_http import PAYLOAD, hook_server
+
+    monkeypatch.setenv("POLICY_TOKEN", "t0ken")
+    monkeypatch.setenv("DEPLOY_KEY", "do-not-send")
+    async with hook_server() as server:
+        claude_user = write_json(tmp_path / "claude-user.json", settings("PreToolUse", {
+            "type": "http", "url": f"{server.url}/echo", "name": "audit", "allowedEnvVars": ["POLICY_TOKEN", "DEPLOY_KEY"],
+            "headers": {"Authorization": "Bearer $POLICY_TOKEN", "X-Deploy": "$DEPLOY_KEY"}}, matcher="Bash"))
+        user = write_json(tmp_path / "orion-user.json", {"allowedHttpHookUrls": ["http://127.0.0.1:*/*"]})
+        hs = project.load(claude_user_settings=claude_user, user_settings=user, managed_settings=(
+            managed_file(tmp_path, {"httpHookAllowedEnvVars": ["POLICY_TOKEN"]}),))
+        [spec] = [s for s in hs.entries if s.name == "audit"]
+        assert spec.state == "active" and spec.config.allowedEnvVars == ["POLICY_TOKEN"]
+        assert any("DEPLOY_KEY left out" in w for w in hs.warnings)
+        context = HookContext(session=SessionContext(session_id="s-1", project_dir=project.root), event="PreToolUse",
+                              hook_name="audit", execution_id="e-1", tool_use_id="toolu_1", deadline=0.0,
+                              log=__import__("logging").getLogger("test"))
+
+        async def progress(stream: str, line: str) -> None:
+            return None
+
+        ex = HttpExecutor()
+        try:
+            with anyio.fail_after(10):
+                report = await ex.run(HookCall(hook=spec, event="PreToolUse", payload=PAYLOAD, context=context,
+                                               timeout_s=5.0, progress=progress))
+        finally:
+            await ex.aclose()
+    assert report.status == "ok", report
+    [request] = server.received
+    assert request.headers["authorization"] == "Bearer t0ken" and request.headers["x-deploy"] == ""
