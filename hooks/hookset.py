@@ -68,6 +68,8 @@ MANAGED = "managed"
 # The user's own Claude Code setup: their settings file's hooks and the plugins it enables. Both run without the
 # project's trust except a hook that runs a file inside the project; `claudeUserHooks` switches both.
 USER_CLAUDE_SOURCES = frozenset({CLAUDE_USER, PLUGIN})
+# Built-in hooks that approve (the user's standing answers): off under an organization's allowManagedPermissionRulesOnly.
+APPROVING_BUILTINS = frozenset({"auto-approve"})
 # Session state key: the ids of `once` hooks that have succeeded in the session.
 ONCE_DONE = "_hooks_once_done"
 
@@ -350,6 +352,8 @@ class ManagedPolicy:
     plugins_off: dict[str, Path] = field(default_factory=dict)  # enabledPlugins false: plugin id -> the file
     # httpHookAllowedEnvVars of the managed files: an http hook's allowedEnvVars is cut to these names.
     env_vars: list[str] | None = None
+    # the file whose allowManagedPermissionRulesOnly holds: only its allow rules count, so no built-in approves
+    rules_only: Path | None = None
 
     @classmethod
     def read(cls, managed: list[ParsedSettings]) -> ManagedPolicy:
@@ -365,6 +369,8 @@ class ManagedPolicy:
                 out.only_managed = out.only_managed or p.file
             if p.allowed_http_urls is not None:
                 out.urls = (out.urls or []) + p.allowed_http_urls
+            if doc.get("allowManagedPermissionRulesOnly") not in (None, False, "false"):
+                out.rules_only = out.rules_only or p.file
             names = doc.get("httpHookAllowedEnvVars")
             if names is not None:
                 # Not a list of names: no name is allowed (a malformed policy restricts).
@@ -743,7 +749,16 @@ class _Builder:
             builtin=prog.builtin,
         )
         spec.log = logging.getLogger(f"hooks.hook.{prog.name}")
-        if self._compile(spec, f"programmatic hook {prog.name!r}"):
+        rules_only = self.switches.managed.rules_only
+        if not self._compile(spec, f"programmatic hook {prog.name!r}"):
+            pass
+        elif prog.builtin and prog.name in APPROVING_BUILTINS and rules_only is not None:
+            # The user's standing allow list is an allow rule by another name; the organization allows only its own.
+            spec.state, spec.reason = "disabled", (
+                f"allowManagedPermissionRulesOnly is set in {rules_only}, the organization's managed settings: only "
+                "their allow rules approve a tool, so the user's auto-approve list does not (as Claude Code ignores "
+                "the user's allow rules then)")
+        else:
             self._apply_switches(spec, True, f"programmatic hook {prog.name!r}")
         self.specs.append(spec)
 

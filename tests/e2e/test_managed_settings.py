@@ -194,3 +194,22 @@ def test_the_cli_itself_runs_the_hooks_of_a_plugin_the_organization_enables_what
 
     assert guard_calls(managed_enables=True) == len(COMMANDS)
     assert guard_calls(managed_enables=False) == 0
+
+
+@pytest.mark.asyncio
+async def test_under_the_organizations_own_permission_rules_only_the_users_auto_approve_approves_nothing(
+        sidecar, tmp_path: Path) -> None:
+    """allowManagedPermissionRulesOnly: Claude Code then ignores the user's allow rules; Orion's auto-approve, the
+    user's standing allow list, is off with the reason, so the user is asked where it would have answered."""
+    from tests.e2e.test_user_choice_hooks import user_settings
+
+    launcher = managed_settings(tmp_path, {"allowManagedPermissionRulesOnly": True})
+    env = user_settings(tmp_path, {"auto-approve": {"enabled": True, "bashAllow": ["touch *"]}})
+    async with sidecar("notes", trust=False, permission=fixed_policy("allow_once"), env=env, launcher=launcher) as run:
+        listed = await run.request("hooks/list", {"projectDir": str(run.project)})
+        [row] = [h for h in listed["hooks"] if h["name"] == "auto-approve"]
+        assert row["state"] == "disabled" and "allowManagedPermissionRulesOnly" in row["reason"], row
+        session = await run.new_session("approve")
+        assert (await run.prompt(session["sessionId"], "go"))["stopReason"] == "end_turn"
+    assert len(run.permission_requests) == 2, run.permission_requests  # `touch approved-by-user` asked too
+    assert not [e for e in run.named("hook_response") if e["hookName"] == "auto-approve"]
