@@ -354,6 +354,10 @@ class ManagedPolicy:
     env_vars: list[str] | None = None
     # the file whose allowManagedPermissionRulesOnly holds: only its allow rules count, so no built-in approves
     rules_only: Path | None = None
+    # strictPluginOnlyCustomization: the surfaces ("hooks", "skills", "agents", ...) only plugins and the managed
+    # settings may customize, and the file that says so
+    plugin_only: frozenset[str] = frozenset()
+    plugin_only_file: Path | None = None
 
     @classmethod
     def read(cls, managed: list[ParsedSettings]) -> ManagedPolicy:
@@ -371,6 +375,12 @@ class ManagedPolicy:
                 out.urls = (out.urls or []) + p.allowed_http_urls
             if doc.get("allowManagedPermissionRulesOnly") not in (None, False, "false"):
                 out.rules_only = out.rules_only or p.file
+            locked = doc.get("strictPluginOnlyCustomization")
+            if locked is not None and locked is not False:
+                # `true` locks every surface; a list, the ones it names; anything else locks every one (restricts).
+                surfaces = {str(x) for x in locked} if isinstance(locked, list) else {"*"}
+                out.plugin_only |= surfaces
+                out.plugin_only_file = out.plugin_only_file or p.file
             names = doc.get("httpHookAllowedEnvVars")
             if names is not None:
                 # Not a list of names: no name is allowed (a malformed policy restricts).
@@ -399,11 +409,12 @@ class ManagedPolicy:
             out.append(f"the organization's managed settings enable plugin(s) {', '.join(theirs)}: the Claude Code CLI "
                        "runs their hooks itself where it loads them (a session whose CLI reads the user's Claude Code "
                        "folder); Orion lists them (state \"managed\") and never runs them")
-        if self.only_managed is not None:
-            dropped = [s for s in hooks if s.state == "dropped" and s.reason and s.reason.startswith("allowManagedHooksOnly")]
+        for switch, where in (("allowManagedHooksOnly", self.only_managed),
+                              ("strictPluginOnlyCustomization", self.plugin_only_file)):
+            dropped = [s for s in hooks if s.state == "dropped" and (s.reason or "").startswith(switch)]
             if dropped:
-                out.append(f"allowManagedHooksOnly is set in {self.only_managed}, the organization's managed settings: "
-                           f"{len(dropped)} hook(s) of other settings files and plugins do not run, as in Claude Code")
+                out.append(f"{switch} is set in {where}, the organization's managed settings: {len(dropped)} hook(s) "
+                           "of other settings files do not run, as in Claude Code")
         return out
 
 
@@ -696,6 +707,12 @@ class _Builder:
         if policy.only_managed is not None:
             return "dropped", (f"allowManagedHooksOnly is set in {policy.only_managed}, the organization's managed "
                                "settings: only its own hooks run, as in Claude Code")
+        locked = policy.plugin_only
+        surface = spec.scope if spec.scope in ("skill", "agent") else "hooks"
+        if spec.plugin is None and locked and ("*" in locked or "hooks" in locked or f"{surface}s" in locked):
+            return "dropped", (f"strictPluginOnlyCustomization is set in {policy.plugin_only_file}, the organization's "
+                               "managed settings: only plugins and the managed settings customize "
+                               f"{'hooks' if surface == 'hooks' else surface + 's'} here, as in Claude Code")
         return None
 
     def _managed_env_vars(self, config: Any, where: str) -> Any:

@@ -639,6 +639,9 @@ CASES += [
          {"org": {"exit": 2, "stderr": "the organization does not allow this"}}, managed_hooks=ORG_BASH),
     Case("managed_project_disable_all_hooks_leaves_managed", {"PreToolUse": [("Bash", ["proj"])]},
          managed_hooks=ORG_BASH, extra_settings={"disableAllHooks": True}),
+    Case("managed_plugin_only_customization_of_hooks", {"PreToolUse": [("Bash", ["proj"])],
+                                                        "UserPromptSubmit": [(None, ["proj_prompt"])]},
+         managed_hooks=ORG_BASH, managed_extra={"strictPluginOnlyCustomization": ["hooks"]}),
     Case("managed_http_urls_narrow_the_projects", {"PreToolUse": [("Bash", ["web", "proj"])]},
          entries={"web": _http()}, managed_extra={"allowedHttpHookUrls": ["https://hooks.example.org/*"]}),
 ]

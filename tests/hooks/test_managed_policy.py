@@ -172,3 +172,25 @@ async def test_the_organizations_env_var_list_cuts_what_an_http_hook_may_send(pr
     assert report.status == "ok", report
     [request] = server.received
     assert request.headers["authorization"] == "Bearer t0ken" and request.headers["x-deploy"] == ""
+
+
+@pytest.mark.parametrize(("locked", "gone"), [
+    (["hooks"], {"p", "prober-gate", "prober-stop", "deploy-gate"}),  # every non-plugin hook, scoped ones too
+    (True, {"p", "prober-gate", "prober-stop", "deploy-gate"}),
+    (["skills"], {"deploy-gate"}),  # the CLI loads no project skill: its hooks go with it
+    (["agents"], {"prober-gate", "prober-stop"}),
+    (["commands"], set()),
+])
+def test_plugin_only_customization_drops_the_hooks_of_the_surfaces_it_locks(project, tmp_path, locked, gone) -> None:
+    """strictPluginOnlyCustomization (measured with ["hooks"] and true: only managed hooks ran, the user's, the
+    project's and the flag settings' did not; case managed_plugin_only_customization_of_hooks)."""
+    from tests.e2e.test_scoped_hooks import write_agent, write_skill
+
+    project.settings(settings("Stop", cmd("echo p", name="p")))
+    write_agent(project.root, tmp_path / "agent.log")
+    write_skill(project.root, tmp_path / "skill.log")
+    project.trust()
+    hs = project.load(managed_settings=(managed_file(tmp_path, {"strictPluginOnlyCustomization": locked}),))
+    dropped = {s.name for s in hs.entries if s.state == "dropped"}
+    assert dropped == gone, [(s.name, s.state, s.reason) for s in hs.entries]
+    assert all("strictPluginOnlyCustomization" in s.reason for s in hs.entries if s.name in gone)
