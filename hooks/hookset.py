@@ -358,6 +358,10 @@ class ManagedPolicy:
     # settings may customize, and the file that says so
     plugin_only: frozenset[str] = frozenset()
     plugin_only_file: Path | None = None
+    # blockedMarketplaces, and strictKnownMarketplaces (or its alias allowedMarketplaces): (entries, file)
+    blocked_markets: list[tuple[Any, Path]] = field(default_factory=list)
+    strict_markets: list[Any] | None = None
+    strict_file: Path | None = None
 
     @classmethod
     def read(cls, managed: list[ParsedSettings]) -> ManagedPolicy:
@@ -381,6 +385,13 @@ class ManagedPolicy:
                 surfaces = {str(x) for x in locked} if isinstance(locked, list) else {"*"}
                 out.plugin_only |= surfaces
                 out.plugin_only_file = out.plugin_only_file or p.file
+            blocked = doc.get("blockedMarketplaces")
+            out.blocked_markets += [(entry, p.file) for entry in (blocked if isinstance(blocked, list) else [])]
+            allow = doc.get("strictKnownMarketplaces", doc.get("allowedMarketplaces"))
+            if allow is not None:
+                # Not a list: nothing is allowed (a malformed policy restricts).
+                out.strict_markets = (out.strict_markets or []) + (allow if isinstance(allow, list) else [])
+                out.strict_file = out.strict_file or p.file
             names = doc.get("httpHookAllowedEnvVars")
             if names is not None:
                 # Not a list of names: no name is allowed (a malformed policy restricts).
@@ -394,6 +405,21 @@ class ManagedPolicy:
                     if value is not True:
                         out.plugins_off[str(plugin_id)] = p.file
         return out
+
+    def market_refusal(self, plugin: Plugin) -> str | None:
+        """Why the organization's marketplace lists keep this plugin out (the CLI does not load it then, measured:
+        a blocked local marketplace, an empty allowlist, one naming another source), or None."""
+        from hooks.plugins import market_matches
+
+        source = plugin.market_source
+        for entry, file in self.blocked_markets:
+            if market_matches(entry, source, blocking=True):
+                return (f"its marketplace {plugin.marketplace!r} is in blockedMarketplaces of {file}, the "
+                        "organization's managed settings: Claude Code does not load it")
+        if self.strict_markets is not None and not any(market_matches(e, source) for e in self.strict_markets):
+            return (f"its marketplace {plugin.marketplace!r} is not in strictKnownMarketplaces of {self.strict_file}, "
+                    "the organization's managed settings: Claude Code does not load it")
+        return None
 
     def notes(self, hooks: list[HookSpec]) -> list[str]:
         """What a session's warnings say about the managed settings' hooks (Orion neither runs nor observes them)."""
@@ -704,6 +730,8 @@ class _Builder:
         if spec.plugin is not None and spec.plugin.id in policy.plugins_off:
             return "disabled", (f"enabledPlugins turns plugin {spec.plugin.id} off in "
                                 f"{policy.plugins_off[spec.plugin.id]}, the organization's managed settings")
+        if spec.plugin is not None and (why := policy.market_refusal(spec.plugin)):
+            return "disabled", why
         if policy.only_managed is not None:
             return "dropped", (f"allowManagedHooksOnly is set in {policy.only_managed}, the organization's managed "
                                "settings: only its own hooks run, as in Claude Code")

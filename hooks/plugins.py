@@ -95,6 +95,9 @@ class Plugin:
     # Its userConfig values as the CLI gives them to its hooks (`plugin_options`): option key -> text.
     options: dict[str, str] = field(default_factory=dict)
     sensitive: frozenset[str] = frozenset()  # the keys among them from the CLI's secure storage
+    # Where its marketplace comes from, as registered (`{"source": "directory", "path": ...}`, `{"source": "github",
+    # "repo": ...}`): what an organization's marketplace lists are matched against.
+    market_source: dict[str, Any] | None = None
 
     @property
     def content_hash(self) -> str:
@@ -280,6 +283,7 @@ def resolve(enabled: Enabled, project_dir: Path, cat: _Catalogues,
                           f"{' nor declared in extraKnownMarketplaces' if enabled.kind == PLUGIN else ''}); "
                           "Claude Code skips this plugin too")
         return plugin
+    plugin.market_source = market.get("source") if isinstance(market.get("source"), dict) else None
     directory, local = _marketplace_dir(market)
     entry = None
     if directory is not None:
@@ -512,6 +516,33 @@ def plugin_options(plugin: Plugin, settings_docs: list[Any], secrets_doc: Any, w
             options.update(secrets)
             plugin.sensitive = frozenset(str(key) for key in secrets)
     plugin.options = {str(key): js_text(value) for key, value in options.items()}
+
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def market_matches(entry: Any, source: dict[str, Any] | None, *, blocking: bool = False) -> bool:
+    """Whether an organization's marketplace entry (`strictKnownMarketplaces`, `blockedMarketplaces`) names this
+    marketplace source, as the CLI's schema says they match: exactly, but a github entry's `owner/*` names every
+    repository of that owner, and (for a block) an entry naming a branch or tag in `ref` also names every full
+    commit id of that repository. Paths are compared normalised."""
+    if not isinstance(entry, dict) or not isinstance(source, dict) or entry.get("source") != source.get("source"):
+        return False
+    for key, want in entry.items():
+        if key == "source":
+            continue
+        have = source.get(key)
+        if key == "repo" and isinstance(want, str) and want.endswith("/*") and isinstance(have, str):
+            if have.split("/", 1)[0].lower() != want[:-2].lower():
+                return False
+        elif key == "ref" and blocking and isinstance(have, str) and _COMMIT.match(have):
+            continue
+        elif key == "path" and isinstance(want, str) and isinstance(have, str):
+            if os.path.normpath(os.path.expanduser(want)) != os.path.normpath(os.path.expanduser(have)):
+                return False
+        elif want != have:
+            return False
+    return True
 
 
 def _declared(docs: list[Any]) -> dict[str, Any]:

@@ -194,3 +194,33 @@ def test_plugin_only_customization_drops_the_hooks_of_the_surfaces_it_locks(proj
     dropped = {s.name for s in hs.entries if s.state == "dropped"}
     assert dropped == gone, [(s.name, s.state, s.reason) for s in hs.entries]
     assert all("strictPluginOnlyCustomization" in s.reason for s in hs.entries if s.name in gone)
+
+
+@pytest.mark.parametrize(("policy", "kept"), [
+    ({}, True),
+    ({"blockedMarketplaces": [{"source": "directory", "path": "<market>/"}]}, False),
+    ({"blockedMarketplaces": [{"source": "github", "repo": "acme/plugins"}]}, True),
+    ({"strictKnownMarketplaces": []}, False),
+    ({"strictKnownMarketplaces": [{"source": "github", "repo": "acme/*"}]}, False),
+    ({"strictKnownMarketplaces": [{"source": "directory", "path": "<market>"}]}, True),
+    ({"allowedMarketplaces": [{"source": "directory", "path": "<market>"}]}, True),
+    ({"strictKnownMarketplaces": "not a list"}, False),
+])
+def test_the_organizations_marketplace_lists_keep_a_plugin_out(project, tmp_path, monkeypatch, policy, kept) -> None:
+    """Measured on 2.1.330: the CLI does not load an installed plugin whose marketplace is blocked, or is not on the
+    allowlist (empty, or naming another source); Orion then runs none of its hooks, and says why."""
+    import json
+
+    claude = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    plugin = install(claude, tmp_path / "marketplace", "guard", log_dir=tmp_path / "guard-log")
+    known = json.loads((claude / "plugins" / "known_marketplaces.json").read_text())
+    known[plugin.plugin_id.split("@")[1]]["source"] = {"source": "directory", "path": str(tmp_path / "marketplace")}
+    (claude / "plugins" / "known_marketplaces.json").write_text(json.dumps(known))
+    doc = json.loads(json.dumps(policy).replace("<market>", str(tmp_path / "marketplace")))
+    hs = project.load(claude_user_settings=claude / "settings.json", managed_settings=(managed_file(tmp_path, doc),))
+    rows = [s for s in hs.entries if s.plugin is not None]
+    assert rows and {s.state for s in rows} == ({"active"} if kept else {"disabled"}), \
+        [(s.name, s.state, s.reason) for s in rows]
+    if not kept:
+        assert all("Claude Code does not load it" in s.reason for s in rows)
