@@ -101,6 +101,30 @@ def _probe_bwrap(bwrap: str) -> str | None:
         return problem
 
 
+def managed_sandbox_conflict(platform: str, files: list[Path] | None = None) -> str | None:
+    """Why no boundary can be built when an organization's managed settings turn on Claude Code's own sandbox for a
+    sidecar running as root: those settings outrank the flag settings that switch it off inside the boundary, so
+    the CLI starts its bubblewrap inside Orion's, and a root sidecar's inner box cannot map uid 0 (measured on
+    2.1.330: every Bash command failed with "bwrap: setting up uid map: Operation not permitted"). The CLI's own
+    sandbox then confines the commands, with the organization's rules, as in Claude Code. None otherwise (an
+    ordinary user's nested box works: docs/SECURITY.md)."""
+    if platform != "linux" or os.geteuid() != 0:
+        return None
+    from hooks.paths import managed_settings_files
+    from sidecar.credentials import read_json_object
+
+    enabled = None
+    for path in managed_settings_files() if files is None else files:
+        section = read_json_object(path).get("sandbox")
+        if isinstance(section, dict) and "enabled" in section:
+            enabled = section["enabled"]
+    if enabled is not True:
+        return None
+    return ("the organization's managed Claude Code settings turn on Claude Code's own sandbox (sandbox.enabled), "
+            "which outranks Orion's settings and cannot start inside Orion's boundary for a sidecar running as root; "
+            "the CLI's own sandbox confines the session's commands, with the organization's rules, as in Claude Code")
+
+
 def denied_write_paths(project_dir: Path, data_dirs: list[Path], user_settings: Path, cli_config_dir: Path | None) -> tuple[str, ...]:
     """Orion's own files and the project's hook machinery: what a turned agent would rewrite to outlive the session.
 
@@ -138,7 +162,7 @@ def decide(
     platform = platform_name()
     if mode == "off":
         return SandboxStatus(False, platform, "turned off by the app (session/new sandbox: \"off\")")
-    problem = backend_problem(path_env, platform)
+    problem = backend_problem(path_env, platform) or managed_sandbox_conflict(platform)
     if problem is not None:
         if mode == "required":
             raise SandboxUnavailable(f"a sandbox is required but unavailable: {problem}")

@@ -213,3 +213,39 @@ async def test_under_the_organizations_own_permission_rules_only_the_users_auto_
         assert (await run.prompt(session["sessionId"], "go"))["stopReason"] == "end_turn"
     assert len(run.permission_requests) == 2, run.permission_requests  # `touch approved-by-user` asked too
     assert not [e for e in run.named("hook_response") if e["hookName"] == "auto-approve"]
+
+
+SANDBOXING = {"sandbox": {"enabled": True, "filesystem": {"denyRead": ["/etc/hostname"]}}}
+
+
+def reading_scenario(tmp_path: Path) -> str:
+    import yaml
+
+    path = tmp_path / "read-hostname.yaml"
+    path.write_text(yaml.safe_dump({"description": "a read the organization denies", "turns": [
+        [{"tool_use": {"name": "Bash", "input": {"command": "cat /etc/hostname; echo rc=$?", "description": "read"}}}],
+        "Done."], "default": "Done."}))
+    return f"scripted:{path}"
+
+
+@pytest.mark.asyncio
+async def test_the_organizations_own_sandbox_confines_the_commands_when_it_cannot_nest_in_orions(
+        sidecar, tmp_path: Path) -> None:
+    """Managed `sandbox.enabled` outranks the flag settings that switch the CLI's sandbox off inside Orion's box, and
+    as root the CLI's bubblewrap cannot start inside it (measured: every Bash command failed with "bwrap: setting up
+    uid map"). The session then has no Orion boundary, says why, and the organization's sandbox applies, as in
+    Claude Code; an app that requires Orion's boundary is refused with the same reason."""
+    from ipc.errors import RemoteError
+
+    launcher = managed_settings(tmp_path, SANDBOXING)
+    async with sidecar(project="notes", trust=False, permission=fixed_policy("allow_once"), launcher=launcher) as run:
+        created = await run.request("session/new", {"projectDir": str(run.project), "model": reading_scenario(tmp_path),
+                                                    "sandbox": "auto"}, timeout=60.0)
+        assert created["sandbox"]["enabled"] is False and "managed" in created["sandbox"]["reason"], created["sandbox"]
+        await run.prompt(created["sessionId"], "go")
+        [done] = [u for u in run.updates(created["sessionId"], "tool_call_update") if u.get("status")]
+        assert "Permission denied" in done["output"] and "uid map" not in done["output"], done
+        with pytest.raises(RemoteError) as refused:
+            await run.request("session/new", {"projectDir": str(run.project), "model": reading_scenario(tmp_path),
+                                              "sandbox": "required"}, timeout=60.0)
+        assert "managed Claude Code settings turn on Claude Code's own sandbox" in refused.value.message
