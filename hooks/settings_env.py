@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from hooks.paths import claude_user_settings_path
+from hooks.paths import claude_user_settings_path, managed_settings_files
 
 # Names a hook never gets from a settings file's env, whatever the file: the model's credentials and anything named
 # like a secret (Claude Code's own subprocess scrub recognises the same shapes). A hook that needs a token reads it
@@ -32,10 +32,11 @@ def env_block(path: Path) -> dict[str, str]:
     return {k: v for k, v in block.items() if isinstance(k, str) and isinstance(v, str) and k and "=" not in k}
 
 
-def settings_env(sources: list[str], project_dir: Path) -> dict[str, str]:
-    """What the CLI's settings put in its environment (user, then project, then local: a later file wins), as Claude
-    Code's hook processes inherit it; `sources` are the setting sources the CLI was let read (the project's only
-    once trusted). Credential-like names are left out, and a project's file never sets a loader variable."""
+def settings_env(sources: list[str], project_dir: Path, managed: list[Path] | None = None) -> dict[str, str]:
+    """What the CLI's settings put in its environment (user, then project, then local, then the organization's
+    managed settings, which the CLI always reads: a later file wins), as Claude Code's hook processes inherit it;
+    `sources` are the setting sources the CLI was let read (the project's only once trusted). Credential-like names
+    are left out, and a project's file never sets a loader variable."""
     merged: dict[str, str] = {}
     files: list[tuple[str, Path]] = []
     if "user" in sources:
@@ -44,9 +45,10 @@ def settings_env(sources: list[str], project_dir: Path) -> dict[str, str]:
         files.append(("project", project_dir / ".claude" / "settings.json"))
     if "local" in sources:
         files.append(("local", project_dir / ".claude" / "settings.local.json"))
+    files += [("managed", path) for path in (managed_settings_files() if managed is None else managed)]
     for kind, path in files:
         for name, value in env_block(path).items():
-            if _CREDENTIAL.search(name) or (kind != "user" and _LOADER.match(name)):
+            if _CREDENTIAL.search(name) or (kind not in ("user", "managed") and _LOADER.match(name)):
                 continue
             merged[name] = value
     return merged

@@ -642,6 +642,9 @@ CASES += [
     Case("managed_plugin_only_customization_of_hooks", {"PreToolUse": [("Bash", ["proj"])],
                                                         "UserPromptSubmit": [(None, ["proj_prompt"])]},
          managed_hooks=ORG_BASH, managed_extra={"strictPluginOnlyCustomization": ["hooks"]}),
+    Case("managed_env_reaches_hooks", {"PreToolUse": [("Bash", ["proj"])]},
+         extra_settings={"env": {"CONFORMANCE_SETTINGS_VAR": "from the project"}},
+         managed_extra={"env": {"CONFORMANCE_SETTINGS_VAR": "from the organization"}}),
     Case("managed_http_urls_narrow_the_projects", {"PreToolUse": [("Bash", ["web", "proj"])]},
          entries={"web": _http()}, managed_extra={"allowedHttpHookUrls": ["https://hooks.example.org/*"]}),
 ]
