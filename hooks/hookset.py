@@ -364,11 +364,12 @@ class ManagedPolicy:
     strict_file: Path | None = None
 
     @classmethod
-    def read(cls, managed: list[ParsedSettings]) -> ManagedPolicy:
+    def read(cls, managed: list[ParsedSettings], docs: Mapping[Path, Any]) -> ManagedPolicy:
+        """From the managed files as parsed, and as read (`docs`: file -> its JSON object, for the keys the hook
+        parser does not keep and the CLI's own truthiness rules)."""
         out = cls()
         for p in managed:
-            doc, _error, _exists = read_json(p.file)
-            doc = doc if isinstance(doc, dict) else {}
+            doc = docs.get(p.file) or {}
             # The CLI takes any disableAllHooks but false, "false" or null as set (a malformed policy restricts).
             if doc.get("disableAllHooks") not in (None, False, "false"):
                 out.disable_all = out.disable_all or p.file
@@ -526,7 +527,9 @@ def load_hookset(
         warnings.append(f"{paths.claude_user}: the user's Claude Code settings are this project's own settings file "
                         "(the project is the home directory); read once, as the project's: its hooks wait for trust")
 
-    policy = ManagedPolicy.read(managed)
+    # The managed files as JSON objects, read once for the policy and the plugins they enable.
+    managed_docs = {path: doc for path in paths.managed if isinstance(doc := read_json(path)[0], dict)}
+    policy = ManagedPolicy.read(managed, managed_docs)
     builder = _Builder(paths, warnings, _switches(parsed, overrides, policy))
     for kind, p in files:
         for raw in p.entries:
@@ -538,7 +541,7 @@ def load_hookset(
             builder.add_settings_entry("project", scoped.parsed.file, raw, scope=(scoped.scope, scoped.name))
     # The Claude Code plugins the user's and the project's settings enable (hooks/plugins.py), after the files.
     plugins = load_plugins(None if paths.claude_user_is_project_file else paths.claude_user, paths.project_dir,
-                           [paths.project, paths.local], warnings, paths.managed)
+                           [paths.project, paths.local], warnings, list(managed_docs.items()))
     for plugin in plugins:
         for section in plugin.hooks:
             warnings.extend(section.errors)

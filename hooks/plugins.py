@@ -427,10 +427,10 @@ def _digests(root: Path) -> tuple[dict[str, str], bool]:
 
 
 def load_plugins(claude_user: Path | None, project_dir: Path, project_files: list[Path],
-                 warnings: list[str], managed_files: tuple[Path, ...] = ()) -> list[Plugin]:
+                 warnings: list[str], managed_docs: list[tuple[Path, dict[str, Any]]] | None = None) -> list[Plugin]:
     """Every plugin the user's Claude Code settings (`claude_user`, None when that file is the project's own), the
-    project's settings files and the organization's managed settings turn on, resolved, with their hooks read;
-    problems go to `warnings`."""
+    project's settings files and the organization's managed settings (`managed_docs`: each file with its JSON object)
+    turn on, resolved, with their hooks read; problems go to `warnings`."""
     user_doc = None
     if claude_user is not None:
         doc, _error, exists = read_json(claude_user)  # its own errors are reported by the settings source
@@ -440,11 +440,7 @@ def load_plugins(claude_user: Path | None, project_dir: Path, project_files: lis
         doc, _error, exists = read_json(path)
         if exists and isinstance(doc, dict):
             project_docs.append((path, doc))
-    managed_docs = []
-    for path in managed_files:
-        doc, _error, exists = read_json(path)
-        if exists and isinstance(doc, dict):
-            managed_docs.append((path, doc))
+    managed_docs = managed_docs or []
     wanted = enabled_plugins(user_doc, project_docs, warnings, managed_docs)
     if not wanted:
         return []
@@ -455,7 +451,7 @@ def load_plugins(claude_user: Path | None, project_dir: Path, project_files: lis
     project_declared = {**user_declared, **_declared([doc for _p, doc in project_docs])}
     managed_declared = {**user_declared, **_declared([doc for _p, doc in managed_docs])}
     # Where the CLI keeps a plugin's sensitive options on Linux; macOS keeps them in the keychain, which Orion does
-    # not read (said below, per plugin that declares one).
+    # not read (docs/HOOKS.md says so: such a hook sees them unset).
     secrets_doc = read_json(config_dir / ".credentials.json")[0] if sys.platform != "darwin" else None
     option_docs = [doc for _p, doc in ([user_doc] if user_doc else []) + managed_docs]
     out = []

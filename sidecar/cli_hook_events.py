@@ -5,8 +5,9 @@ settings say (measured on 2.1.330). With `include_hook_events` the CLI reports e
 message stream (`system` messages `hook_started` / `hook_response`, which the SDK parses as `HookEventMessage`); SDK
 callbacks, i.e. every hook Orion runs, are not reported there (measured). This module hands those messages to the
 session's hook runner as runs made elsewhere (`HookRunner.external_started` / `external_finished`), so the frontend
-sees `hook_started` / `hook_response` with `source: "managed"` and the tracking files and stats count them. What the CLI reports is all there is: its hook name (`PreToolUse:Bash`), exit code, outcome and output;
-no tool call id, no handler type (the listing's when only one managed hook listens to the event).
+sees `hook_started` / `hook_response` with `source: "managed"` and the tracking files and stats count them. What
+the CLI reports is all there is: its hook name (`PreToolUse:Bash`), exit code, outcome and output; no tool call id,
+no handler type (the listing's when only one managed hook listens to the event).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from hooks.hookset import MANAGED
 from hooks.types import HookResult, HookStarted
 
-MANAGED = "managed"
 # The CLI's outcome words as Orion's; anything else is a failure to be looked at.
 _OUTCOMES = {"success": "success", "cancelled": "cancelled", "timeout": "timeout"}
 # Runs that started and never reported an end (a CLI that died): forgotten past this many.

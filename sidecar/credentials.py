@@ -83,6 +83,19 @@ class ClaudeFiles:
         return cls(config_dir, config_dir / "settings.json", global_config, config_dir / ".credentials.json")
 
 
+def managed_value(*keys: str, files: Iterable[Path] | None = None, of_type: type | None = None) -> Any:
+    """The value at `keys` (`"sandbox", "enabled"`) in the organization's managed settings, the last file that sets
+    it (with a value of `of_type`, when given) winning; None when none does."""
+    value = None
+    for path in managed_settings_files() if files is None else files:
+        node: Any = read_json_object(Path(path))
+        for key in keys[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and keys[-1] in node and (of_type is None or isinstance(node[keys[-1]], of_type)):
+            value = node[keys[-1]]
+    return value
+
+
 def read_json_object(path: Path) -> dict[str, Any]:
     """The file's JSON object, or {} when it is missing, unreadable, too large or not an object."""
     try:

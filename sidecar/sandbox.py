@@ -110,15 +110,9 @@ def managed_sandbox_conflict(platform: str, files: list[Path] | None = None) -> 
     ordinary user's nested box works: docs/SECURITY.md)."""
     if platform != "linux" or os.geteuid() != 0:
         return None
-    from hooks.paths import managed_settings_files
-    from sidecar.credentials import read_json_object
+    from sidecar.credentials import managed_value
 
-    enabled = None
-    for path in managed_settings_files() if files is None else files:
-        section = read_json_object(path).get("sandbox")
-        if isinstance(section, dict) and "enabled" in section:
-            enabled = section["enabled"]
-    if enabled is not True:
+    if managed_value("sandbox", "enabled", files=files) is not True:
         return None
     return ("the organization's managed Claude Code settings turn on Claude Code's own sandbox (sandbox.enabled), "
             "which outranks Orion's settings and cannot start inside Orion's boundary for a sidecar running as root; "

@@ -189,14 +189,9 @@ def seen_in_box(prefix: str, boundary: object | None) -> bool:
 def managed_prefix(files: Iterable[Path] | None = None) -> str | None:
     """The `CLAUDE_CODE_SHELL_PREFIX` of the organization's managed settings (`managed-settings.json`, then its
     drop-ins, a later file winning), which outranks Orion's flag settings; None when they set none."""
-    from hooks.paths import managed_settings_files
-    from sidecar.credentials import read_json_object
+    from sidecar.credentials import managed_value
 
-    value = None
-    for path in managed_settings_files() if files is None else files:
-        block = read_json_object(Path(path)).get("env")
-        if isinstance(block, dict) and isinstance(block.get("CLAUDE_CODE_SHELL_PREFIX"), str):
-            value = block["CLAUDE_CODE_SHELL_PREFIX"]
+    value = managed_value("env", "CLAUDE_CODE_SHELL_PREFIX", files=files, of_type=str)
     return (value or "").strip() or None
 
 
