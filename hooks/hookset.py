@@ -644,7 +644,6 @@ class _Builder:
         elif htype == "http" and (url_problem := self._url_problem(kind, config.url)):
             spec.state, spec.reason = "invalid", url_problem
             self.warnings.append(f"{where}: {spec.reason}")
-
         elif kind in USER_CLAUDE_SOURCES and not self.switches.claude_user_on:
             spec.state = "disabled"
             spec.reason = (f"claudeUserHooks is false in {self.paths.user}: hooks from the user's Claude Code settings "
