@@ -6,6 +6,10 @@ from collections.abc import Callable
 
 import anyio
 
+# A process that was killed is gone (ended and reaped) within this, on a loaded machine too: the kernel ends it,
+# and its parent reaps it, a moment after the kill.
+GONE_S = 10.0
+
 
 async def until(predicate: Callable[[], object], timeout: float, what: str) -> None:
     """Poll `predicate` until it holds; fail naming `what` at the deadline."""

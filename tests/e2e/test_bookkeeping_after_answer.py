@@ -58,8 +58,14 @@ async def test_a_search_never_waits_on_a_write_backlog_and_says_what_is_still_qu
             lock.close()
         assert behind["pendingWrites"] >= 1, behind
         assert not [h for h in behind["results"] if "vermilion" in h["text"]]
-        assert waited < 4.0  # the memory's own lock wait is 5 s: the search did not sit it out
-        after = await run.request("memory/search", {"query": "vermilion lighthouse", "mode": "text"})
-        assert after["pendingWrites"] == 0
+        # The memory's own lock wait is 5 s: a search that sat it out would have taken at least that long.
+        assert waited < 5.0, waited
+        # Once the lock goes the queued write lands (a search waits up to a second for it; a loaded machine may
+        # need a few searches).
+        for _ in range(20):
+            after = await run.request("memory/search", {"query": "vermilion lighthouse", "mode": "text"})
+            if after["pendingWrites"] == 0:
+                break
+        assert after["pendingWrites"] == 0, after
         assert [h for h in after["results"] if h["sessionId"] == sid and "vermilion" in h["text"]], after
         await run.end(sid)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import fixed_policy, request_text
+from tests.waiting import GONE_S, until
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.cli]
 
@@ -105,8 +106,17 @@ async def test_a_bad_option_in_the_users_settings_fails_session_new_and_leaves_n
     async with sidecar("notes", trust=False, env=bad) as run:
         with pytest.raises(RpcError) as failed:
             await run.new_session("approve")
-        children = psutil.Process(run.client.process.pid).children(recursive=True)
-        assert not [p for p in children if "claude" in " ".join(p.cmdline())]
+        def clis() -> list[int]:  # live (not zombie) CLIs among the sidecar's descendants
+            found = []
+            for child in psutil.Process(run.client.process.pid).children(recursive=True):
+                try:
+                    if child.status() != psutil.STATUS_ZOMBIE and "claude" in " ".join(child.cmdline()):
+                        found.append(child.pid)
+                except psutil.Error:
+                    continue
+            return found
+
+        await until(lambda: not clis(), GONE_S, "the CLI spawned for the failed session gone")
         Path(bad["ORION_USER_SETTINGS"]).write_text(json.dumps({"builtin": {"auto-approve": {"enabled": True}}}))
         session = await run.new_session("approve")
         assert session["sessionId"]

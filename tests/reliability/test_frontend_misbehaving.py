@@ -131,14 +131,17 @@ class RawSidecar:
 
         Not `waiting > capacity - PIPE_BUF`: a write that does not fit in the last page starts a new one, so how
         much of the capacity a full pipe holds depends on how the writer batches its lines (CI saw one that never
-        crossed that line). A backlog that stays put for half a second while the model keeps streaming is the
-        writer blocked, whatever the batching.
+        crossed that line). A backlog that stays put for two seconds while the model keeps streaming is the
+        writer blocked, whatever the batching (half a second was once a stall of a loaded machine's CLI).
         """
         waiting, capacity = self.pipe_backlog()
         if waiting < capacity // 2:
             return False
-        time.sleep(0.5)
-        return self.pipe_backlog()[0] == waiting
+        for _ in range(20):
+            time.sleep(0.1)
+            if self.pipe_backlog()[0] != waiting:
+                return False
+        return True
 
     def stderr_text(self) -> str:
         return self.stderr.decode(errors="replace")[-6000:]
@@ -177,6 +180,14 @@ def command_line(process: psutil.Process) -> list[str]:
         return process.cmdline()
     except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
         return []
+
+
+def running(process: psutil.Process) -> bool:
+    """Alive and not a zombie (killed, not yet reaped: dead for our purposes)."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -227,17 +238,21 @@ def test_frontend_vanishing_mid_turn_ends_the_session_and_every_process(tmp_path
     sidecar.proc.stdin.close()
     sidecar.proc.stdout.close()
     vanished = time.monotonic()
+    # It exits by itself (its shutdown budget is 5 s; how long it took is printed, not asserted: a loaded machine
+    # stretches it): a sidecar still there after 30 s is one that would have stayed.
     try:
-        sidecar.proc.wait(3.0)
+        sidecar.proc.wait(30.0)
         print(f"sidecar exited {time.monotonic() - vanished:.2f} s after its frontend vanished")
     except subprocess.TimeoutExpired:
-        sidecar.proc.wait(30.0)
-        took = time.monotonic() - vanished
+        sidecar.proc.kill()
+        sidecar.proc.wait(10.0)
         rest = sidecar.proc.stderr.read().decode(errors="replace")[-6000:]  # type: ignore[union-attr]
-        pytest.fail(f"the sidecar took {took:.1f} s (over 3 s) to exit after its frontend vanished; stderr:\n{rest}")
+        pytest.fail(f"the sidecar did not exit within 30 s of its frontend vanishing; stderr:\n{rest}")
     assert marker.exists(), "SessionEnd hooks did not run"
-    _, alive = psutil.wait_procs(seen, timeout=5.0)
-    assert not alive, f"left behind: {[(p.pid, p.cmdline()) for p in alive if p.is_running()]}"
+    deadline = time.monotonic() + 10.0  # the kernel ends what was killed a moment after the kill
+    while (left := [p for p in seen if running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"left behind: {[(p.pid, command_line(p)) for p in left]}"
 
 
 # --------------------------------------------------------------------------- the frontend stops reading
@@ -403,7 +418,8 @@ def test_a_client_that_never_waits_is_refused_past_the_limit_and_the_sidecar_sta
     from ipc.errors import SERVER_BUSY
 
     project = make_project(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [
-        {"type": "command", "name": "slow", "command": "sleep 3", "timeout": 30}]}]})
+        # long enough that none of the first 256 has ended while the rest arrive, on a loaded machine too
+        {"type": "command", "name": "slow", "command": "sleep 10", "timeout": 30}]}]})
     sidecar = RawSidecar(sidecar_env())
     raw_sidecars.append(sidecar)
     sidecar.initialize()

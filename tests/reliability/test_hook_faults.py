@@ -32,6 +32,7 @@ from hooks.runner import HookRunner
 from hooks.trust import TrustStore
 from hooks.types import AggregateResult, SessionContext
 from tests.hooks.support import settings, write_json
+from tests.waiting import GONE_S, until
 
 FAULTS = Path(__file__).resolve().parent / "faulty_hooks" / "faults.py"
 GRACE_S = 0.3  # kill grace for the tests' executors: the escalation is exercised, not waited out
@@ -290,8 +291,9 @@ def left_behind(marker: str) -> list[str]:
 
 
 async def settle_leftovers(marker: str) -> list[str]:
-    """What still runs once the sweep's follow-up (for processes caught mid-exec, at most ~0.8 s) has had its turn."""
-    deadline = asyncio.get_running_loop().time() + 2.0
+    """What still runs once the sweep's follow-up (for processes caught mid-exec, at most ~0.8 s) has had its turn,
+    and the kernel has ended what was killed (GONE_S: a loaded machine stretches both)."""
+    deadline = asyncio.get_running_loop().time() + GONE_S
     while (found := left_behind(marker)) and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.05)  # the follow-up kills from loop timers: give them their turns
     return found
@@ -334,7 +336,8 @@ async def exercise(case: Fault, root: Path, server: FaultServer | None, fail_clo
             # nothing the hook started is still running once its result is in
             assert await settle_leftovers(s.marker) == []
         if case.outcome in FAILED and case.kind == "python" and "launcher" in (agg.results[0].error or ""):
-            assert alive(s.launchers) == set()  # the launcher that ran it was killed, not left hanging
+            # the launcher that ran it was killed, not left hanging
+            await until(lambda: alive(s.launchers) == set(), GONE_S, "the launcher that ran it gone")
         if case.again is not None:
             again = (await s.runner.fire("PreToolUse", PRE_BASH, s.session)).results[0]
             assert again.outcome == case.again[0] and case.again[1] in (again.error or again.stderr), (again.outcome, again.error)
@@ -344,7 +347,7 @@ async def exercise(case: Fault, root: Path, server: FaultServer | None, fail_clo
             (r.hook_name, r.outcome, r.error) for r in follow.results]
         launchers = s.launchers | {l.proc.pid for l in getattr(s.runner.executors["python"], "_all", ())}
     assert await settle_leftovers(s.marker) == []
-    assert alive(launchers) == set()
+    await until(lambda: alive(launchers) == set(), GONE_S, "every launcher gone with the session")
 
 
 @pytest.mark.timeout(60)

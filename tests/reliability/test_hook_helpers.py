@@ -24,7 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PLAIN = REPO_ROOT / "tests" / "e2e" / "scenarios" / "plain.yaml"
 HOLD_S = 120  # what the worker and the stray sleep: bounded if everything fails
 UP_S = 60.0
-GONE_S = 5.0
+GONE_S = 15.0  # a killed worker is gone within seconds; a loaded machine gets room
 
 # The SessionStart hook: a worker manager in the manner of claude-mem's (`spawn(node, [worker], {detached: true,
 # stdio: "ignore"}).unref()`), and, beside it, a background child that keeps the hook's output (a stray).

@@ -144,7 +144,7 @@ async def test_a_model_closing_an_idle_connection_closes_the_clis_too() -> None:
             event = conn.next_event()
             if event is h11.NEED_DATA:
                 try:
-                    data = await asyncio.wait_for(reader.read(65536), 0.3)  # its keep-alive timeout
+                    data = await asyncio.wait_for(reader.read(65536), 2.0)  # its keep-alive timeout
                 except asyncio.TimeoutError:
                     break
                 conn.receive_data(data)

@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.cli, pytest.mark.slow]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PLAIN = REPO_ROOT / "tests" / "e2e" / "scenarios" / "plain.yaml"
 READY_S = 90.0  # a real session, its hooks and an evaluator CLI starting on a shared 2-core machine
-GONE_S = 5.0  # "within seconds of the sidecar's death"
+GONE_S = 15.0  # "within seconds of the sidecar's death", on a loaded machine too
 SWEEP_S = 30.0
 
 

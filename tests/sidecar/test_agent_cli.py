@@ -19,6 +19,7 @@ from sidecar.agent import AgentConfig, AgentSession, PermissionAnswer
 from sidecar.scripted_model import ScriptedModelServer, parse_scenario
 from sidecar.scripted_model.scenario import content_text
 from sidecar.sdk_env import offline_env
+from tests.waiting import GONE_S, until
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 
@@ -305,7 +306,7 @@ async def test_cancel_mid_turn_returns_cancelled_and_kills_the_tool(tmp_path: Pa
             follow_up = await h.session.prompt("still there?")
         assert follow_up.stop_reason == "end_turn"
     assert not marker.exists()
-    assert not sleepers()
+    await until(lambda: not sleepers(), GONE_S, "the cancelled command's sleeper gone")
 
 
 def sleepers() -> list[psutil.Process]:
@@ -347,11 +348,26 @@ async def test_no_cli_process_remains_after_close(tmp_path: Path) -> None:
             await h.session.prompt("hi")
         pid = h.session.cli_pid
         assert pid is not None and psutil.pid_exists(pid)
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    def cli_alive() -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    await until(lambda: not cli_alive(), GONE_S, "the session's CLI gone after close")
     # Alive, that is: the test process adopts orphans (the hook engine makes it a child subreaper), and another
     # test's dead CLI may wait there as a zombie until a hook's sweep reaps it.
-    assert not [p for p in psutil.Process(os.getpid()).children(recursive=True)
-                if "claude" in p.name() and p.status() != psutil.STATUS_ZOMBIE]
+    def clis() -> list[int]:
+        found = []
+        for p in psutil.Process(os.getpid()).children(recursive=True):
+            try:
+                if "claude" in p.name() and p.status() != psutil.STATUS_ZOMBIE:
+                    found.append(p.pid)
+            except psutil.Error:  # gone while we looked
+                continue
+        return found
+
+    await until(lambda: not clis(), GONE_S, "no CLI left")
 
 
 # --------------------------------------------------------------------------- compaction

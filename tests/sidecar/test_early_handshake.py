@@ -154,7 +154,19 @@ def test_ctrl_c_before_the_first_line_is_an_orderly_exit(tmp_path: Path) -> None
     proc = subprocess.Popen([sys.executable, "-m", "sidecar"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd=REPO)
     try:
-        time.sleep(1.0)  # waiting in the early read: nothing sent yet
+        # Waiting in the early read, nothing sent yet: its main thread blocked in read(0, ...), the one read of stdin
+        # (x86-64 and arm64 number read 0 and 63; /proc/<pid>/syscall starts with the number, then the descriptor).
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                call = Path(f"/proc/{proc.pid}/syscall").read_text().split()[:2]
+            except OSError:
+                call = []
+            if call in (["0", "0x0"], ["63", "0x0"]):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the sidecar never waited in its early read")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:

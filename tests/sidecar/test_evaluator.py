@@ -142,7 +142,7 @@ async def test_prompt_hook_timeout_leaves_no_cli_process(tmp_path: Path, killed:
         reports: list[ExecutionReport] = []
 
         async def hook() -> None:
-            reports.append(await run_prompt_hook(r, "git status", timeout_s=4))
+            reports.append(await run_prompt_hook(r, "git status", timeout_s=20))
 
         with anyio.fail_after(60):
             async with anyio.create_task_group() as group:
@@ -246,7 +246,7 @@ async def test_agent_hook_timeout_leaves_no_process(tmp_path: Path, killed: list
         reports: list[ExecutionReport] = []
 
         async def hook() -> None:
-            reports.append(await run_agent_hook(r, project, "Verify slowly", timeout_s=4))
+            reports.append(await run_agent_hook(r, project, "Verify slowly", timeout_s=20))
 
         with anyio.fail_after(60):
             async with anyio.create_task_group() as group:
