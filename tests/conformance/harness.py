@@ -247,13 +247,32 @@ def _cli_result(stdout: str) -> dict[str, Any]:
     return {"stop_reason": None, "subtype": "no-result-record"}
 
 
-async def run_sidecar(case: Case, root: Path) -> Observation:
-    """Ours: the same project through `python -m sidecar` (built-in hooks off, so both run the same hooks)."""
+async def run_sidecar(case: Case, root: Path, expected_calls: int = 0) -> Observation:
+    """Ours: the same project through `python -m sidecar` (built-in hooks off, so both run the same hooks).
+
+    `expected_calls`: how many hook calls the golden recorded. A case that settles (hooks the CLI starts after the
+    answer) first waits, up to SETTLE_BOUND_S, until that many have been made, then settles as the reference did:
+    a loaded machine starts those hooks later, not otherwise."""
     with _http_probe(case, root) as http:
-        return await _run_sidecar(case, root, http)
+        return await _run_sidecar(case, root, http, expected_calls)
 
 
-async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None) -> Observation:
+SETTLE_BOUND_S = 30.0
+
+
+async def _settle(case: Case, project: Path, expected_calls: int) -> None:
+    log = project / ".claude" / "hooks" / "probe.log.jsonl"
+
+    def made() -> int:
+        return len([line for line in log.read_text().splitlines() if line.strip()]) if log.exists() else 0
+
+    with anyio.move_on_after(SETTLE_BOUND_S):  # fewer calls than the golden: the comparison will say so
+        while made() < expected_calls:
+            await anyio.sleep(0.1)
+    await anyio.sleep(case.settle_s)
+
+
+async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None, expected_calls: int) -> Observation:
     from frontend_stub.client import SidecarClient
     from hooks.builtin import builtin_registry
     from ipc.errors import RpcError
@@ -306,7 +325,7 @@ async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None) -> Observ
                     result = {"stop_reason": None, "error": exc.message}
                 _release(case, project, number)
             if case.settle_s:
-                await anyio.sleep(case.settle_s)
+                await _settle(case, project, expected_calls)
             await client.request("session/end", {"sessionId": sid})
     return _observe(project, log_dir / f"{scenario.stem}.jsonl", result)
 
