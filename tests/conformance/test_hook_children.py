@@ -65,7 +65,7 @@ def project(root: Path, tag: str, *, timeout: bool = False) -> Path:
     starts = "\n".join(KINDS[k].format(s=SLEEP, t=f"{k}-{tag}") for k in (("quiet", "setsid", "daemon") if timeout else KINDS))
     start = {"type": "command", "command": starts + ("\nsleep 30" if timeout else "\necho started")}
     if timeout:
-        start["timeout"] = 1
+        start["timeout"] = 3  # past the starts of all three, on a loaded machine too: the kill meets them running
     snap = {"type": "command", "command": f"{sys.executable} -S {root / 'snapshot.py'} -{tag} {root / 'during.json'}"}
     (proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": {
         "SessionStart": [{"hooks": [start]}], "UserPromptSubmit": [{"hooks": [snap]}]}}))
