@@ -106,6 +106,7 @@ async def test_a_bad_option_in_the_users_settings_fails_session_new_and_leaves_n
     async with sidecar("notes", trust=False, env=bad) as run:
         with pytest.raises(RpcError) as failed:
             await run.new_session("approve")
+
         def clis() -> list[int]:  # live (not zombie) CLIs among the sidecar's descendants
             found = []
             for child in psutil.Process(run.client.process.pid).children(recursive=True):

@@ -18,8 +18,8 @@ from hooks.types import HookCall, HookContext, SessionContext, no_progress
 from sidecar import sandbox
 from sidecar.hook_box import HookBox
 from tests.security.box_helpers import visible_outside
+from tests.waiting import GONE_S
 
-GONE_S = 5  # a killed process is gone within seconds, on a loaded machine too
 NO_BACKEND = sandbox.backend_problem(os.environ.get("PATH"))
 pytestmark = [pytest.mark.asyncio, pytest.mark.skipif(NO_BACKEND is not None, reason=f"no OS boundary: {NO_BACKEND}")]
 
@@ -63,7 +63,7 @@ async def test_a_burst_of_boxed_hooks_with_large_payloads_all_run(tmp_path: Path
             # sent its SIGKILL before it starts the probe; the kernel ends the process, and pid 1 reaps it, a moment
             # later, so the probe allows GONE_S for that and counts a zombie (killed, not yet reaped) as gone.
             probe = SimpleNamespace(**{**vars(spec), "name": "probe", "command": (
-                f"cat >/dev/null; end=$(( $(date +%s) + {GONE_S} )); while [ $(date +%s) -le $end ]; do "
+                f"cat >/dev/null; end=$(( $(date +%s) + {int(GONE_S)} )); while [ $(date +%s) -le $end ]; do "
                 f"state=$(sed 's/.*) //' /proc/{detached}/stat 2>/dev/null | cut -c1); "
                 f"case \"$state\" in ''|Z|X) echo gone; exit 0;; esac; sleep 0.05; done; echo alive")})
             seen = await executor.run(call(probe, session, payloads[0]))
