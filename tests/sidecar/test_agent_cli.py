@@ -348,6 +348,7 @@ async def test_no_cli_process_remains_after_close(tmp_path: Path) -> None:
             await h.session.prompt("hi")
         pid = h.session.cli_pid
         assert pid is not None and psutil.pid_exists(pid)
+
     def cli_alive() -> bool:
         try:
             return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
