@@ -1,4 +1,11 @@
-"""One way for a test to wait for what it cannot be told about (a process gone, a file written): poll under a deadline."""
+"""One way for a test to wait for what it cannot be told about (a process gone, a file written): poll under a deadline.
+
+The suite must pass on a loaded 2-core machine (CI; beside two busy loops before a stop), so:
+- what happens after something asynchronous (a kill, a close, a timeout, a watcher's start) is polled for, never
+  checked at once or after a fixed sleep; a killed process counts as gone once it has ended, a zombie included;
+- a timeout a test gives a hook or a run that must start processes first is seconds, not fractions;
+- how long something took is printed, not asserted (speed is measured in bench/).
+"""
 
 from __future__ import annotations
 
