@@ -69,7 +69,8 @@ class Case:
     register_root: str | None = None
     # the scripted model's rules (tried before the turns): a prompt or agent hook's judge answers by them
     rules: list[dict[str, Any]] = field(default_factory=list)
-    # seconds the user of both runs waits before each further prompt (`then`)
+    # seconds the user of both runs waits before each further prompt (`then`), counted from when every probe that
+    # says so (`answered`) has answered
     pause_s: float = 0.0
     # both runs start with the user's own CLAUDE_CODE_SHELL_PREFIX in their environment: a wrapper (harness.WRAPPER)
     # that marks what it runs with CONFORMANCE_WRAPPED=yes
@@ -371,7 +372,8 @@ CASES: list[Case] = [
     # A background hook that answers after the turn ended: its context waits for the next prompt; an asyncRewake
     # exit 2 wakes the model in a turn of its own (hooks/late_answers.py).
     Case("command_async_context_between_prompts", {"PreToolUse": [("Bash", ["bg"])]},
-         {"bg": {"wait_for": "released", "stdout": _hso("PreToolUse", additionalContext="came back after the turn")}},
+         {"bg": {"wait_for": "released", "stdout": _hso("PreToolUse", additionalContext="came back after the turn"),
+                 "answered": "answered"}},
          entries={"bg": {"async": True}}, turns=[[BASH], FINAL, "Second answer."], then=("and now?",), pause_s=3,
          release="released"),
     Case("command_async_rewake_after_turn", {"PreToolUse": [("Bash", ["rewake"])]},

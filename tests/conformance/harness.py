@@ -188,7 +188,7 @@ async def _run_cli(case: Case, root: Path, http: HttpProbe | None) -> Observatio
                         {"subtype": "register_repo_root", "directory": str(project / case.register_root)})
                 for number, prompt in enumerate((case.prompt, *case.then)):
                     if number and case.pause_s:
-                        await anyio.sleep(case.pause_s)
+                        await _pause(case, project)
                     await client.query(prompt)
                     async for message in client.receive_response():
                         if isinstance(message, ResultMessage):
@@ -200,6 +200,19 @@ async def _run_cli(case: Case, root: Path, http: HttpProbe | None) -> Observatio
     finally:
         server.close()
     return _observe(project, root / "requests.jsonl", result)
+
+
+SETTLE_BOUND_S = 30.0  # how long a run waits for hooks the golden saw, or that say they answered, before going on
+
+
+async def _pause(case: Case, project: Path) -> None:
+    """Before a further prompt: the case's pause, once every probe that says when it has answered (`answered`) has
+    (a background hook that answers after the turn does so later on a loaded machine; bounded by SETTLE_BOUND_S)."""
+    marks = [project / ".claude" / "hooks" / how["answered"] for how in case.behaviours.values() if how.get("answered")]
+    with anyio.move_on_after(SETTLE_BOUND_S):
+        while not all(mark.exists() for mark in marks):
+            await anyio.sleep(0.1)
+    await anyio.sleep(case.pause_s)
 
 
 def _release(case: Case, project: Path, number: int) -> None:
@@ -255,9 +268,6 @@ async def run_sidecar(case: Case, root: Path, expected_calls: int = 0) -> Observ
     a loaded machine starts those hooks later, not otherwise."""
     with _http_probe(case, root) as http:
         return await _run_sidecar(case, root, http, expected_calls)
-
-
-SETTLE_BOUND_S = 30.0
 
 
 async def _settle(case: Case, project: Path, expected_calls: int) -> None:
@@ -316,7 +326,7 @@ async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None, expected_
                                                               "directory": str(project / case.register_root)})
             for number, prompt in enumerate((case.prompt, *case.then)):
                 if number and case.pause_s:
-                    await anyio.sleep(case.pause_s)
+                    await _pause(case, project)
                 try:
                     answer = await client.request("session/prompt", {"sessionId": sid, "prompt": prompt},
                                                   timeout=RUN_TIMEOUT_S)
