@@ -12,6 +12,7 @@ import pytest
 
 from ipc.errors import ConnectionClosed, RemoteError
 from tests.e2e.conftest import fixed_policy
+from tests.waiting import running
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 
@@ -119,7 +120,7 @@ async def test_no_cli_or_hook_process_outlives_the_sidecar(sidecar) -> None:
         assert returncode == 0
         with anyio.fail_after(EXIT_WAIT_S):
             _gone, alive = await anyio.to_thread.run_sync(lambda: psutil.wait_procs(descendants, timeout=5))
-        assert [(p.pid, _cmdline(p)) for p in alive if _running(p)] == []
+        assert [(p.pid, _cmdline(p)) for p in alive if running(p)] == []
 
 
 def _cmdline(process: psutil.Process) -> list[str]:
@@ -127,13 +128,6 @@ def _cmdline(process: psutil.Process) -> list[str]:
         return process.cmdline()
     except psutil.Error:
         return []
-
-
-def _running(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.mark.asyncio

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import fixed_policy, request_text
-from tests.waiting import GONE_S, until
+from tests.waiting import GONE_S, running, until
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.cli]
 
@@ -107,13 +107,13 @@ async def test_a_bad_option_in_the_users_settings_fails_session_new_and_leaves_n
         with pytest.raises(RpcError) as failed:
             await run.new_session("approve")
 
-        def clis() -> list[int]:  # live (not zombie) CLIs among the sidecar's descendants
+        def clis() -> list[int]:  # running CLIs among the sidecar's descendants
             found = []
             for child in psutil.Process(run.client.process.pid).children(recursive=True):
                 try:
-                    if child.status() != psutil.STATUS_ZOMBIE and "claude" in " ".join(child.cmdline()):
+                    if "claude" in " ".join(child.cmdline()) and running(child):
                         found.append(child.pid)
-                except psutil.Error:
+                except psutil.Error:  # gone while we looked
                     continue
             return found
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from hooks.registry import HookRegistry
 from hooks.runner import HookRunner
 from hooks.trust import TrustStore
 from hooks.types import HookProgress, HookResult, HookStarted, SessionContext
+from tests.waiting import pids_alive  # noqa: F401 - the hook tests take it from here
 
 
 def write_json(path: Path, data: Any) -> Path:
@@ -105,23 +105,6 @@ async def running(hookset: HookSet, observer: Any = None, **kw: Any):
         yield runner
     finally:
         await runner.aclose()
-
-
-def pids_alive(pids: list[int]) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        try:  # a zombie is dead for our purposes
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().split(")")[-1].split()[0] == "Z":
-                    continue
-        except OSError:
-            continue
-        alive.append(pid)
-    return alive
 
 
 PRE_BASH = {"tool_name": "Bash", "tool_input": {"command": "ls"}}

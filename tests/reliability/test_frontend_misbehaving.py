@@ -21,6 +21,7 @@ import pytest
 from frontend_stub.client import SidecarClient
 from ipc.errors import RemoteError
 from ipc.protocol import PROTOCOL_VERSION
+from tests.waiting import running
 
 ROOT = Path(__file__).resolve().parents[2]
 F_GETPIPE_SZ = 1032  # fcntl.F_GETPIPE_SZ (Linux), absent from the fcntl module before Python 3.12
@@ -180,14 +181,6 @@ def command_line(process: psutil.Process) -> list[str]:
         return process.cmdline()
     except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
         return []
-
-
-def running(process: psutil.Process) -> bool:
-    """Alive and not a zombie (killed, not yet reaped: dead for our purposes)."""
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def descendants(pid: int) -> list[psutil.Process]:

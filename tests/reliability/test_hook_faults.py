@@ -32,7 +32,7 @@ from hooks.runner import HookRunner
 from hooks.trust import TrustStore
 from hooks.types import AggregateResult, SessionContext
 from tests.hooks.support import settings, write_json
-from tests.waiting import GONE_S, until
+from tests.waiting import GONE_S, pids_alive, until
 
 FAULTS = Path(__file__).resolve().parent / "faulty_hooks" / "faults.py"
 GRACE_S = 0.3  # kill grace for the tests' executors: the escalation is exercised, not waited out
@@ -299,17 +299,6 @@ async def settle_leftovers(marker: str) -> list[str]:
     return found
 
 
-def alive(pids: set[int]) -> set[int]:
-    out = set()
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                out.add(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return out
-
-
 def check_faulty(case: Fault, agg: AggregateResult, fail_closed: bool, witnessed: list[str], sid: str) -> None:
     faulty = agg.results[0]
     assert faulty.hook_name == "faulty"
@@ -337,7 +326,7 @@ async def exercise(case: Fault, root: Path, server: FaultServer | None, fail_clo
             assert await settle_leftovers(s.marker) == []
         if case.outcome in FAILED and case.kind == "python" and "launcher" in (agg.results[0].error or ""):
             # the launcher that ran it was killed, not left hanging
-            await until(lambda: alive(s.launchers) == set(), GONE_S, "the launcher that ran it gone")
+            await until(lambda: not pids_alive(s.launchers), GONE_S, "the launcher that ran it gone")
         if case.again is not None:
             again = (await s.runner.fire("PreToolUse", PRE_BASH, s.session)).results[0]
             assert again.outcome == case.again[0] and case.again[1] in (again.error or again.stderr), (again.outcome, again.error)
@@ -347,7 +336,7 @@ async def exercise(case: Fault, root: Path, server: FaultServer | None, fail_clo
             (r.hook_name, r.outcome, r.error) for r in follow.results]
         launchers = s.launchers | {l.proc.pid for l in getattr(s.runner.executors["python"], "_all", ())}
     assert await settle_leftovers(s.marker) == []
-    await until(lambda: alive(launchers) == set(), GONE_S, "every launcher gone with the session")
+    await until(lambda: not pids_alive(launchers), GONE_S, "every launcher gone with the session")
 
 
 @pytest.mark.timeout(60)

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from frontend_stub.client import SidecarClient
-from tests.waiting import until
+from tests.waiting import pids_alive, until
 
 pytestmark = [pytest.mark.cli, pytest.mark.slow, pytest.mark.asyncio,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adoption of orphans is Linux's")]
@@ -108,10 +108,7 @@ def asked(project: Path) -> list[dict[str, object]]:
 
 
 def running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    return bool(pids_alive([pid]))
 
 
 # `python -m sidecar` as `nohup` starts it (SIGHUP ignored), and a script's `&` (SIGINT, SIGQUIT); SIGTERM too.

@@ -19,7 +19,7 @@ import pytest
 from frontend_stub.client import SidecarClient
 from sidecar import reaper
 from tests.security import lingering_project as lp
-from tests.waiting import until
+from tests.waiting import running, until
 
 pytestmark = [pytest.mark.cli, pytest.mark.slow]
 
@@ -48,13 +48,6 @@ def label(proc: psutil.Process) -> str:
     if "sleep 120" in cmd:
         return "CLI's command"
     return name
-
-
-def running(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE  # is_running checks the start time too
-    except psutil.Error:
-        return False
 
 
 @dataclass

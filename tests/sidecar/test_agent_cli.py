@@ -19,7 +19,7 @@ from sidecar.agent import AgentConfig, AgentSession, PermissionAnswer
 from sidecar.scripted_model import ScriptedModelServer, parse_scenario
 from sidecar.scripted_model.scenario import content_text
 from sidecar.sdk_env import offline_env
-from tests.waiting import GONE_S, until
+from tests.waiting import GONE_S, pids_alive, running, until
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
 
@@ -309,6 +309,18 @@ async def test_cancel_mid_turn_returns_cancelled_and_kills_the_tool(tmp_path: Pa
     await until(lambda: not sleepers(), GONE_S, "the cancelled command's sleeper gone")
 
 
+def clis_among(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """The running CLIs among `processes` (a zombie, or one gone while we looked, is none)."""
+    found = []
+    for process in processes:
+        try:
+            if "claude" in process.name() and running(process):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
 def sleepers() -> list[psutil.Process]:
     found = []
     for proc in psutil.Process(os.getpid()).children(recursive=True):
@@ -349,26 +361,10 @@ async def test_no_cli_process_remains_after_close(tmp_path: Path) -> None:
         pid = h.session.cli_pid
         assert pid is not None and psutil.pid_exists(pid)
 
-    def cli_alive() -> bool:
-        try:
-            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
-
-    await until(lambda: not cli_alive(), GONE_S, "the session's CLI gone after close")
+    await until(lambda: not pids_alive([pid]), GONE_S, "the session's CLI gone after close")
     # Alive, that is: the test process adopts orphans (the hook engine makes it a child subreaper), and another
     # test's dead CLI may wait there as a zombie until a hook's sweep reaps it.
-    def clis() -> list[int]:
-        found = []
-        for p in psutil.Process(os.getpid()).children(recursive=True):
-            try:
-                if "claude" in p.name() and p.status() != psutil.STATUS_ZOMBIE:
-                    found.append(p.pid)
-            except psutil.Error:  # gone while we looked
-                continue
-        return found
-
-    await until(lambda: not clis(), GONE_S, "no CLI left")
+    await until(lambda: not clis_among(psutil.Process(os.getpid()).children(recursive=True)), GONE_S, "no CLI left")
 
 
 # --------------------------------------------------------------------------- compaction

@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import anyio
-import psutil
 import pytest
 
 from sidecar.evaluator import RUN_MARKER_ENV, find_marked_processes, run_with_deadline
+from tests.waiting import pids_alive
 
 # A child in our process group that starts a grandchild in a process group of its own
 # (what `setsid` does), then both sleep far past any deadline.
@@ -20,18 +20,6 @@ subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_n
 print("ready", flush=True)
 time.sleep(300)
 """
-
-
-def alive(pids: list[int]) -> list[int]:
-    """pids that still exist as something other than a zombie."""
-    living = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                living.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return living
 
 
 async def spawn_tree(marker: str) -> anyio.abc.Process:
@@ -60,7 +48,7 @@ async def test_deadline_kills_the_child_and_its_grandchild_in_another_process_gr
         with pytest.raises(TimeoutError):
             await run_with_deadline(marker, 5.0, work)  # room for two interpreters to start on a loaded machine
     assert len(seen) == 2, "the child and its setsid grandchild were both found by their marker"
-    assert alive(seen) == []
+    assert pids_alive(seen) == []
     assert find_marked_processes(marker, since=0) == []
 
 
@@ -84,7 +72,7 @@ async def test_outside_cancellation_also_kills_the_tree() -> None:
             await started.wait()
             group.cancel_scope.cancel()
     assert len(seen) == 2
-    assert alive(seen) == []
+    assert pids_alive(seen) == []
 
 
 @pytest.mark.asyncio
@@ -101,7 +89,7 @@ async def test_work_that_finishes_returns_its_result_and_leaves_nothing_behind()
     with anyio.fail_after(20):
         assert await run_with_deadline(marker, 60.0, work) == "answer"
     assert len(seen) == 2
-    assert alive(seen) == []
+    assert pids_alive(seen) == []
 
 
 @pytest.mark.asyncio
