@@ -148,7 +148,7 @@ async def _run(names: list[str]) -> int:
             root = Path(tmp) / case.name
             try:
                 golden = load_golden(case.name)
-                ours = normalise((await run_sidecar(case, root, len(golden.get("hook_calls") or ()))).to_json(), root)
+                ours = normalise((await run_sidecar(case, root, golden)).to_json(), root)
                 diffs = differences(golden, ours)
             except Exception as exc:  # one broken case must not hide the others
                 diffs = [f"the run failed: {_failure(exc)}"]

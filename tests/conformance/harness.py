@@ -20,7 +20,7 @@ import sys
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -47,6 +47,26 @@ class Observation:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def offline_cli_env(server: ScriptedServer, home: Path) -> dict[str, str]:
+    """The bare CLI's environment against the scripted model: offline, with its own home and config dir."""
+    return dict(OFFLINE, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model-offline", HOME=str(home),
+                CLAUDE_CONFIG_DIR=str(home / ".claude"))
+
+
+async def prompt_once(options: Any, prompt: str, server: ScriptedServer, timeout_s: float) -> None:
+    """One prompt to the bare CLI through the SDK, read to its end; the scripted model closes after."""
+    from claude_agent_sdk import ClaudeSDKClient
+
+    try:
+        with anyio.fail_after(timeout_s):
+            async with ClaudeSDKClient(options) as client:
+                await client.query(prompt)
+                async for _message in client.receive_response():
+                    pass
+    finally:
+        server.close()
 
 
 def cli_path() -> str:
@@ -96,7 +116,7 @@ def prepare(case: Case, root: Path, http_url: str = "") -> tuple[Path, Path]:
     if root.exists():
         shutil.rmtree(root)
     project = root / "project"
-    hooks = project / ".claude" / "hooks"
+    hooks = _probe_dir(project)
     hooks.mkdir(parents=True)
     shutil.copy(PROBE, hooks / "probe.py")
     (hooks / "behaviours.json").write_text(json.dumps(case.behaviours))
@@ -168,8 +188,7 @@ async def _run_cli(case: Case, root: Path, http: HttpProbe | None) -> Observatio
     home = root / "home"
     (home / ".claude").mkdir(parents=True)
     server = ScriptedServer(scenario, root / "requests.jsonl")
-    env = dict(OFFLINE, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model-offline", HOME=str(home),
-               CLAUDE_CONFIG_DIR=str(home / ".claude"), **user_prefix_env(case, root))
+    env = {**offline_cli_env(server, home), **user_prefix_env(case, root)}
     if case.teammate:
         env["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"] = "1"  # a team member's process runs with agent teams on
     options = ClaudeAgentOptions(
@@ -205,13 +224,18 @@ async def _run_cli(case: Case, root: Path, http: HttpProbe | None) -> Observatio
 SETTLE_BOUND_S = 30.0  # how long a run waits for hooks the golden saw, or that say they answered, before going on
 
 
+async def _awhile(done: Callable[[], object]) -> None:
+    """Poll `done` for up to SETTLE_BOUND_S; then go on either way (what is missing, the comparison names)."""
+    with anyio.move_on_after(SETTLE_BOUND_S):
+        while not done():
+            await anyio.sleep(0.1)
+
+
 async def _pause(case: Case, project: Path) -> None:
     """Before a further prompt: the case's pause, once every probe that says when it has answered (`answered`) has
-    (a background hook that answers after the turn does so later on a loaded machine; bounded by SETTLE_BOUND_S)."""
-    marks = [project / ".claude" / "hooks" / how["answered"] for how in case.behaviours.values() if how.get("answered")]
-    with anyio.move_on_after(SETTLE_BOUND_S):
-        while not all(mark.exists() for mark in marks):
-            await anyio.sleep(0.1)
+    (a background hook that answers after the turn does so later on a loaded machine)."""
+    marks = [_probe_dir(project) / how["answered"] for how in case.behaviours.values() if how.get("answered")]
+    await _awhile(lambda: all(mark.exists() for mark in marks))
     await anyio.sleep(case.pause_s)
 
 
@@ -244,7 +268,7 @@ async def _mcp_ready(case: Case, project: Path) -> None:
     if case.mcp:
         from tests.waiting import until
 
-        await until((project / ".claude" / "hooks" / "mcp-ready").exists, 60, "the MCP probe connected")
+        await until((_probe_dir(project) / "mcp-ready").exists, 60, "the MCP probe connected")
 
 
 def _cli_result(stdout: str) -> dict[str, Any]:
@@ -260,26 +284,15 @@ def _cli_result(stdout: str) -> dict[str, Any]:
     return {"stop_reason": None, "subtype": "no-result-record"}
 
 
-async def run_sidecar(case: Case, root: Path, expected_calls: int = 0) -> Observation:
+async def run_sidecar(case: Case, root: Path, golden: dict[str, Any] | None = None) -> Observation:
     """Ours: the same project through `python -m sidecar` (built-in hooks off, so both run the same hooks).
 
-    `expected_calls`: how many hook calls the golden recorded. A case that settles (hooks the CLI starts after the
-    answer) first waits, up to SETTLE_BOUND_S, until that many have been made, then settles as the reference did:
-    a loaded machine starts those hooks later, not otherwise."""
+    `golden`: the case's recording. A case that settles (hooks the CLI starts after the answer) first waits until
+    as many hook calls as the golden's have been made, then settles as the reference did: a loaded machine starts
+    those hooks later, not otherwise."""
+    expected_calls = len((golden or {}).get("hook_calls") or ())
     with _http_probe(case, root) as http:
         return await _run_sidecar(case, root, http, expected_calls)
-
-
-async def _settle(case: Case, project: Path, expected_calls: int) -> None:
-    log = project / ".claude" / "hooks" / "probe.log.jsonl"
-
-    def made() -> int:
-        return len([line for line in log.read_text().splitlines() if line.strip()]) if log.exists() else 0
-
-    with anyio.move_on_after(SETTLE_BOUND_S):  # fewer calls than the golden: the comparison will say so
-        while made() < expected_calls:
-            await anyio.sleep(0.1)
-    await anyio.sleep(case.settle_s)
 
 
 async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None, expected_calls: int) -> Observation:
@@ -335,7 +348,8 @@ async def _run_sidecar(case: Case, root: Path, http: HttpProbe | None, expected_
                     result = {"stop_reason": None, "error": exc.message}
                 _release(case, project, number)
             if case.settle_s:
-                await _settle(case, project, expected_calls)
+                await _awhile(lambda: len(_probe_calls(project)) >= expected_calls)
+                await anyio.sleep(case.settle_s)
             await client.request("session/end", {"sessionId": sid})
     return _observe(project, log_dir / f"{scenario.stem}.jsonl", result)
 
@@ -350,11 +364,19 @@ def _judge_request(body: dict[str, Any]) -> bool:
     return first is not None and JUDGE_MARK in json.dumps(first.get("content"))
 
 
+def _probe_dir(project: Path) -> Path:
+    """Where the probe, its log and its marks live in a case's project."""
+    return project / ".claude" / "hooks"
+
+
+def _probe_calls(project: Path) -> list[dict[str, Any]]:
+    """The probe's record of every hook call so far (tests/conformance/probe.py)."""
+    log = _probe_dir(project) / "probe.log.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
+
+
 def _observe(project: Path, request_log: Path, result: dict[str, Any]) -> Observation:
-    calls = []
-    log = project / ".claude" / "hooks" / "probe.log.jsonl"
-    if log.exists():
-        calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    calls = _probe_calls(project)
     requests = []
     if request_log.exists():
         for line in request_log.read_text().splitlines():

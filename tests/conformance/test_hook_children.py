@@ -23,7 +23,7 @@ import anyio
 import pytest
 import yaml
 
-from tests.conformance.harness import OFFLINE, REPO, ScriptedServer, cli_path
+from tests.conformance.harness import REPO, ScriptedServer, cli_path, offline_cli_env, prompt_once
 
 pytestmark = [pytest.mark.cli, pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adoption of orphans is Linux's")]
@@ -97,7 +97,7 @@ def kill_tagged(tag: str) -> None:
 
 async def on_cli(root: Path, tag: str, timeout: bool) -> dict[str, Any]:
     """The bare CLI runs the project's hooks: one prompt, then the CLI exits."""
-    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+    from claude_agent_sdk import ClaudeAgentOptions
 
     proj = project(root, tag, timeout=timeout)
     scenario = root / "plain.yaml"
@@ -105,18 +105,10 @@ async def on_cli(root: Path, tag: str, timeout: bool) -> dict[str, Any]:
     server = ScriptedServer(scenario, root / "requests.jsonl")
     home = root / "home"
     (home / ".claude").mkdir(parents=True)
-    env = dict(OFFLINE, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model-offline", HOME=str(home),
-               CLAUDE_CONFIG_DIR=str(home / ".claude"))
-    options = ClaudeAgentOptions(cwd=str(proj), env=env, setting_sources=["project"], cli_path=cli_path(),
-                                 session_id=str(uuid.uuid4()), system_prompt={"type": "preset", "preset": "claude_code"})
-    try:
-        with anyio.fail_after(120):
-            async with ClaudeSDKClient(options) as client:
-                await client.query("hello")
-                async for _ in client.receive_response():
-                    pass
-    finally:
-        server.close()
+    options = ClaudeAgentOptions(cwd=str(proj), env=offline_cli_env(server, home), setting_sources=["project"],
+                                 cli_path=cli_path(), session_id=str(uuid.uuid4()),
+                                 system_prompt={"type": "preset", "preset": "claude_code"})
+    await prompt_once(options, "hello", server, 120)
     await anyio.sleep(0.5)
     return {"during": json.loads((root / "project" / ".snap" / "during.json").read_text()),
             "after": [n.rsplit("-", 1)[0] for n in alive(tag)]}

@@ -27,11 +27,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 import yaml
 
-from tests.conformance.harness import OFFLINE, ScriptedServer, cli_path
+from tests.conformance.harness import ScriptedServer, cli_path, offline_cli_env, prompt_once
 from tests.managed_settings import managed_launcher, needs_managed_namespace
 
 pytestmark = [pytest.mark.cli, pytest.mark.asyncio]
@@ -57,7 +56,7 @@ async def _run(root: Path, managed: bool) -> tuple[dict[str, dict[str, Any]], di
     """One session on the bare CLI, a recording command hook on each of EVENTS (in the project's settings, or in a
     managed file with Orion's flag settings beside it) and an SDK callback on each. Returns (each event's hook
     record, each event's first callback input with its time, the project)."""
-    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher
+    from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
     project, home = root / "project", root / "home"
     (project / ".claude").mkdir(parents=True)
@@ -87,20 +86,12 @@ async def _run(root: Path, managed: bool) -> tuple[dict[str, dict[str, Any]], di
         return {}
 
     server = ScriptedServer(scenario, root / "requests.jsonl")
-    try:
-        options = ClaudeAgentOptions(
-            cwd=str(project), cli_path=cli, setting_sources=["project"], allowed_tools=["Bash"], extra_args=extra,
-            session_id=str(uuid.uuid4()), system_prompt={"type": "preset", "preset": "claude_code"},
-            hooks={event: [HookMatcher(hooks=[callback])] for event in EVENTS},  # type: ignore[misc]
-            env={**OFFLINE, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "offline", "HOME": str(home),
-                 "CLAUDE_CONFIG_DIR": str(home / ".claude")})
-        with anyio.fail_after(180):
-            async with ClaudeSDKClient(options) as client:
-                await client.query("please do the task")
-                async for _message in client.receive_response():
-                    pass
-    finally:
-        server.close()
+    options = ClaudeAgentOptions(
+        cwd=str(project), cli_path=cli, setting_sources=["project"], allowed_tools=["Bash"], extra_args=extra,
+        session_id=str(uuid.uuid4()), system_prompt={"type": "preset", "preset": "claude_code"},
+        hooks={event: [HookMatcher(hooks=[callback])] for event in EVENTS},  # type: ignore[misc]
+        env=offline_cli_env(server, home))
+    await prompt_once(options, "please do the task", server, 180)
     ran = {record["hook_event_name"]: record for record in map(json.loads, records.read_text().splitlines())}
     assert set(ran) == set(EVENTS) == set(called), (ran.keys(), called.keys())
     for event in EVENTS:  # the callback's input is the hook's stdin, key for key
